@@ -1,0 +1,53 @@
+"""Artifacts: canonical digests, atomic writes, manifests, the content-addressed store and verify."""
+
+from ._code import CodeDigest, code_digest
+from ._digest import (
+    canonical,
+    canonical_bytes,
+    digest_bytes,
+    digest_file,
+    digest_obj,
+    digest_rows,
+    digest_table,
+    row_digests,
+    short_id,
+)
+from ._io import atomic_write_bytes, read_json, read_table, write_json, write_table
+from ._manifest import MANIFEST_NAME, FileRecord, StageManifest, file_record, load_manifest, tool_versions, write_manifest
+from ._stage import StageInput, StageResult, execute_stage, stage_identity
+from ._store import RunRecord, Store
+from ._verify import Mismatch, verify_tree
+
+__all__ = [
+    "CodeDigest",
+    "code_digest",
+    "canonical",
+    "canonical_bytes",
+    "digest_bytes",
+    "digest_file",
+    "digest_obj",
+    "digest_rows",
+    "digest_table",
+    "row_digests",
+    "short_id",
+    "atomic_write_bytes",
+    "read_json",
+    "read_table",
+    "write_json",
+    "write_table",
+    "MANIFEST_NAME",
+    "FileRecord",
+    "StageManifest",
+    "file_record",
+    "load_manifest",
+    "tool_versions",
+    "write_manifest",
+    "StageInput",
+    "StageResult",
+    "execute_stage",
+    "stage_identity",
+    "RunRecord",
+    "Store",
+    "Mismatch",
+    "verify_tree",
+]

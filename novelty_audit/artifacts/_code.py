@@ -1,0 +1,91 @@
+"""Code digest of a stage: its own module plus every project module it imports, transitively.
+
+Imports are read from the source (AST), not from `sys.modules`, so the digest does not
+depend on what else happened to be imported in the process.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+from .. import __version__
+from ._digest import digest_bytes, digest_obj
+
+__all__ = ["CodeDigest", "code_digest", "PROJECT_PACKAGES"]
+
+PROJECT_PACKAGES = ("novelty_audit", "stages", "flows")
+
+from pydantic import BaseModel, ConfigDict  # noqa: E402
+
+
+class CodeDigest(BaseModel):
+    """What code produced an artifact: one digest over every module file, plus the package version."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    digest: str
+    version: str
+    modules: dict[str, str]
+    """module name → sha256 of its source bytes."""
+
+
+def _is_project(name: str) -> bool:
+    return name.split(".")[0] in PROJECT_PACKAGES
+
+
+def _resolve(name: str) -> tuple[str, Path] | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    return name, Path(spec.origin)
+
+
+def _imports_of(name: str, path: Path) -> set[str]:
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    is_pkg = path.name == "__init__.py"
+    package = name if is_pkg else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                if node.level > 1:
+                    base = base[: -(node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            found.add(mod)
+            # `from pkg import sub` may name a submodule
+            found.update(f"{mod}.{a.name}" for a in node.names)
+    result: set[str] = set()
+    for mod in found:
+        if not _is_project(mod):
+            continue
+        # include parent packages: importing a.b.c executes a/__init__ and a/b/__init__
+        parts = mod.split(".")
+        result.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+    return result
+
+
+def code_digest(*roots: str) -> CodeDigest:
+    """Digest the modules reachable from `roots` (module names) within the project packages."""
+    seen: dict[str, str] = {}
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        resolved = _resolve(name)
+        if resolved is None:
+            continue
+        _, path = resolved
+        seen[name] = digest_bytes(path.read_bytes())
+        todo.extend(_imports_of(name, path) - set(seen))
+    modules = dict(sorted(seen.items()))
+    return CodeDigest(digest=digest_obj({"modules": modules, "version": __version__}), version=__version__, modules=modules)

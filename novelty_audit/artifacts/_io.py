@@ -1,0 +1,66 @@
+"""Atomic writes: temp file in the target directory, fsync, then rename.
+
+A crash at any point leaves either the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+
+from ._digest import canonical
+
+__all__ = ["atomic_write_bytes", "write_json", "read_json", "write_table", "read_table"]
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json(path: str | Path, value: Any, *, canonical_floats: bool = False) -> Path:
+    """Write records as sorted-key JSON (indented for people; the bytes are still deterministic)."""
+    payload = canonical(value) if canonical_floats else value
+    data = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
+    return atomic_write_bytes(path, data + b"\n")
+
+
+def read_json(path: str | Path) -> Any:
+    return orjson.loads(Path(path).read_bytes())
+
+
+def write_table(path: str | Path, df: pl.DataFrame) -> Path:
+    """Write a Parquet table atomically. Statistics are off so bytes depend on content only."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        df.write_parquet(tmp, compression="zstd", statistics=False)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_table(path: str | Path) -> pl.DataFrame:
+    return pl.read_parquet(path)

@@ -1,0 +1,21 @@
+"""Benchmark datasets: readers for YAML and Hub Parquet, validation, canonical tables, pins."""
+
+from ._normalize import EXCLUSION_SCHEMA, Exclusion, Normalized, normalize_pairs, normalize_text
+from ._pin import PinChange, accept_pins, check_pin, fetch_pinned, hub_filename, load_dataset
+from ._records import RawPair, read_pairs
+
+__all__ = [
+    "EXCLUSION_SCHEMA",
+    "Exclusion",
+    "Normalized",
+    "normalize_pairs",
+    "normalize_text",
+    "PinChange",
+    "accept_pins",
+    "check_pin",
+    "fetch_pinned",
+    "hub_filename",
+    "load_dataset",
+    "RawPair",
+    "read_pairs",
+]

@@ -1,0 +1,111 @@
+"""Typed models of params.yaml, one section per stage.
+
+params.yaml is the only configuration source. Every model forbids unknown keys so a typo
+fails when the file is loaded, not halfway through a paid run. A stage's params digest
+covers only the sections it reads (`section_payload`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import ConfigError
+
+__all__ = [
+    "Frozen",
+    "StoreParams",
+    "DatasetPin",
+    "PinParams",
+    "Params",
+    "load_params",
+    "load_raw_params",
+    "section_payload",
+    "DATASET_NAMES",
+]
+
+DATASET_NAMES = ("human-only", "human-plus-generated")
+
+
+class Frozen(BaseModel):
+    """Base for config models: immutable, unknown keys rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StoreParams(Frozen):
+    root: str = ".novelty-audit"
+    """Content-addressed store: objects, stored manifests, run log, runs ledger, call caches."""
+    artifacts: str = "artifacts"
+    """Where stage output directories live (one per stage, as declared in dvc.yaml)."""
+
+
+class DatasetPin(Frozen):
+    """One benchmark split and where it comes from."""
+
+    source: Literal["yaml", "parquet", "hf"] = "yaml"
+    """yaml/parquet: a local file with the benchmark schema; hf: the Hub release at a pinned revision."""
+    path: str
+    """Local file (yaml/parquet), or for hf the local cache path the pinned Parquet file is stored at."""
+    sha256: str
+    """Pinned digest of the file's bytes; a mismatch stops the pin stage."""
+    repo: str | None = None
+    """hf only: dataset repository, e.g. noystl/novelty-judge-bench."""
+    revision: str | None = None
+    """hf only: the commit to download; required so the pin can never float."""
+    config: str | None = None
+    """hf only: the dataset config (human-only | human-plus-generated)."""
+
+    @model_validator(mode="after")
+    def _hf_needs_revision(self) -> "DatasetPin":
+        if self.source == "hf" and not (self.repo and self.revision and self.config):
+            raise ValueError("source 'hf' needs repo, revision and config")
+        return self
+
+
+class PinParams(Frozen):
+    datasets: dict[str, DatasetPin]
+    on_bad_item: Literal["error", "exclude"] = "error"
+    """error: stop and list every bad item; exclude: drop them into exclusions.parquet and go on."""
+
+
+class Params(BaseModel):
+    """The whole params.yaml."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    store: StoreParams = Field(default_factory=StoreParams)
+    pin: PinParams
+
+
+def load_raw_params(path: str | Path = "params.yaml") -> dict[str, Any]:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: no such params file", hint="run from the project root")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    return raw
+
+
+def load_params(path: str | Path = "params.yaml") -> Params:
+    """Parse and validate params.yaml; errors name the section and field."""
+    raw = load_raw_params(path)
+    try:
+        return Params.model_validate(raw)
+    except ValidationError as exc:
+        lines = [f"{path}: invalid parameters"]
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"])
+            lines.append(f"  {loc}: {err['msg']}")
+        raise ConfigError("\n".join(lines)) from None
+
+
+def section_payload(params: Params, *sections: str) -> dict[str, Any]:
+    """The exact parameter values a stage reads, for its params digest."""
+    return {s: getattr(params, s).model_dump(mode="python") for s in sections}

@@ -1,0 +1,61 @@
+"""pin: check each benchmark file against its pinned sha256 and normalize it into canonical tables.
+
+dvc.yaml: `pin`; params.yaml: `pin:`; outputs: artifacts/pin/<dataset>/{ideas,pairs,pointwise,exclusions}.parquet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from novelty_audit.artifacts import StageInput, StageManifest, StageResult, Store, execute_stage, write_table
+from novelty_audit.datasets import check_pin, load_dataset
+from novelty_audit.errors import BadInputError
+from novelty_audit.params import Params, section_payload
+
+UPSTREAM: tuple[str, ...] = ()
+KEYS = {"ideas": ["idea_id"], "pairs": ["pair_id"], "pointwise": ["idea_id"], "exclusions": None}
+
+
+def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None, force: bool = False) -> StageManifest:
+    """Pin and normalize every dataset in `params.pin.datasets` into `out_dir`."""
+    files = {name: check_pin(name, pin) for name, pin in sorted(params.pin.datasets.items())}
+
+    def compute(tmp: Path) -> StageResult:
+        outputs: dict[str, list[str] | None] = {}
+        summary: dict[str, dict[str, int]] = {}
+        problems: list[str] = []
+        for name, pin in sorted(params.pin.datasets.items()):
+            norm = load_dataset(name, pin)
+            for ex in norm.exclusions.iter_rows(named=True):
+                problems.append(f"{ex['file']}: item {ex['item']}, field {ex['field']}: {ex['reason']}")
+            for table in KEYS:
+                rel = f"{name}/{table}.parquet"
+                write_table(tmp / rel, getattr(norm, table))
+                outputs[rel] = KEYS[table]
+            summary[name] = {
+                "pairs": norm.pairs.height,
+                "ideas": norm.ideas.height,
+                "positive": norm.ideas.filter(norm.ideas["label"] == "POSITIVE").height,
+                "negative": norm.ideas.filter(norm.ideas["label"] == "NEGATIVE").height,
+                "gold_in_slot_0": norm.pairs.filter(norm.pairs["gold_slot"] == 0).height,
+                "pointwise_items": norm.pointwise.height,
+                "excluded": norm.exclusions.height,
+            }
+        if problems and params.pin.on_bad_item == "error":
+            listing = "\n  ".join(problems[:50]) + ("" if len(problems) <= 50 else f"\n  … and {len(problems) - 50} more")
+            raise BadInputError(
+                f"{len(problems)} bad item(s) in the pinned datasets:\n  {listing}",
+                hint="fix the file, or set pin.on_bad_item: exclude to record them in exclusions.parquet and go on",
+            )
+        return StageResult(outputs=outputs, summary=summary)
+
+    return execute_stage(
+        "pin",
+        code_root="stages.pin",
+        params=section_payload(params, "pin"),
+        inputs=[StageInput(p) for p in files.values()],
+        out_dir=out_dir,
+        store=Store(params.store.root),
+        compute=compute,
+        force=force,
+    )
