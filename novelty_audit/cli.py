@@ -13,14 +13,23 @@ from rich.console import Console
 from .errors import NoveltyAuditError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Reproducible, auditable evaluation of novelty judges.")
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")]
 
 
 def _json(value) -> None:
     sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+
+
+def _emit(report, as_json: bool) -> None:
+    """Print a report object as JSON (`as_dict`) or as its lines for people (`lines`)."""
+    if as_json:
+        _json(report.as_dict())
+        return
+    for line in report.lines():
+        out.print(line)
 
 
 @app.command()
@@ -114,10 +123,124 @@ def manifest(
     _json({"manifest": m.model_dump(mode="json"), "manifest_digest": m.digest(), "last_run": facts[-1] if facts else None})
 
 
+@app.command()
+def audit(
+    from_run: Annotated[Optional[str], typer.Option("--from", help="RUN: run id or git revision (default: the run before --to)")] = None,
+    to_run: Annotated[Optional[str], typer.Option("--to", help="RUN: run id, git revision or `current` (default: the latest run)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="print Markdown source")] = False,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Why each verdict changed between two runs: config, evidence, harness, provider, spurious or dataset."""
+    from .audit import audit_project
+
+    report = audit_project(params, from_run, to_run)
+    if as_json:
+        _json(report.result.to_json())
+    elif markdown:
+        sys.stdout.write(report.markdown)
+    else:
+        from rich.markdown import Markdown
+
+        out.print(Markdown(report.markdown))
+
+
+@app.command()
+def judges(
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """List the registered judge backends and the judges configured in params.yaml."""
+    from .judges import judge_catalog
+    from .params import load_params
+
+    cat = judge_catalog(load_params(params).judge)
+    if as_json:
+        _json(cat)
+        return
+    from rich.table import Table
+
+    t = Table("backend", "description", title="registered backends")
+    for name, doc in cat["backends"].items():
+        t.add_row(name, doc)
+    out.print(t)
+    t = Table("judge", "backend", "enabled", "args", title="configured judges (params.yaml judge.judges)")
+    for j in cat["judges"]:
+        t.add_row(j["judge"], j["backend"], "yes" if j["enabled"] else "no" + (" (optional)" if j["optional"] else ""), orjson.dumps(j["args"]).decode())
+    out.print(t)
+
+
+AllowedOpt = Annotated[
+    Optional[str], typer.Option("--allowed", help="comma-separated set of allowed verdicts (replaces the default set)")
+]
+MismatchOpt = Annotated[
+    bool, typer.Option("--report-mismatches", help="compare the common ids and list the others instead of failing")
+]
+
+
+@app.command()
+def flips(
+    before: Annotated[Path, typer.Argument(help="CSV (id,verdict) or JSONL verdicts before")],
+    after: Annotated[Path, typer.Argument(help="CSV (id,verdict) or JSONL verdicts after")],
+    gold: Annotated[Optional[Path], typer.Option("--gold", help="gold verdicts (id,verdict) for accuracies")] = None,
+    allowed: AllowedOpt = None,
+    report_mismatches: MismatchOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Compare two verdict files by id: accuracy before/after (with --gold), flips, flip directions."""
+    from .metrics import flips_report
+
+    r = flips_report(before, after, gold, allowed=allowed, report_mismatches=report_mismatches)
+    _emit(r, as_json)
+
+
+@app.command()
+def quality(
+    prediction: Annotated[Path, typer.Argument(help="CSV (id,verdict) or JSONL predictions")],
+    reference: Annotated[Path, typer.Option("--reference", help="reference labels (id,verdict)")],
+    repeat: Annotated[Optional[Path], typer.Option("--repeat", help="a repeat run of the same predictions")] = None,
+    abstain_label: Annotated[str, typer.Option("--abstain-label", help="the label meaning 'cannot tell'")] = "unknown",
+    allowed: AllowedOpt = None,
+    report_mismatches: MismatchOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Judgment quality against labelled references with abstention, and stability against a repeat."""
+    from .metrics import quality_report
+
+    r = quality_report(
+        prediction, reference, repeat, abstain_label=abstain_label, allowed=allowed, report_mismatches=report_mismatches
+    )
+    _emit(r, as_json)
+
+
+@app.command()
+def adjudicate(
+    dataset: Annotated[str, typer.Argument(help="dataset of the change")],
+    judge: Annotated[str, typer.Argument(help="judge of the change")],
+    pair: Annotated[str, typer.Argument(help="pair id of the change")],
+    from_verdict: Annotated[str, typer.Option("--from", help="verdict before (idea id, tie or none)")],
+    to_verdict: Annotated[str, typer.Option("--to", help="verdict after (idea id, tie or none)")],
+    decision: Annotated[str, typer.Option("--decision", help="correct | incorrect | unclear")],
+    who: Annotated[str, typer.Option("--who", help="who decided")],
+    reason: Annotated[str, typer.Option("--reason", help="why")] = "",
+    when: Annotated[Optional[str], typer.Option("--when", help="ISO date or time (default: today, UTC)")] = None,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Append a decision on an evidence change to the adjudication file (params.yaml audit.adjudications)."""
+    from .audit import adjudicate as append
+
+    path = append(params, dataset=dataset, judge=judge, pair=pair, from_verdict=from_verdict, to_verdict=to_verdict,
+                  decision=decision, reason=reason, who=who, when=when)
+    out.print(f"appended to {path}")
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: user errors print one message and exit non-zero; bugs keep their traceback."""
     try:
-        app(args=argv, standalone_mode=False)
+        # standalone_mode=False returns an Exit's code instead of raising it.
+        rv = app(args=argv, standalone_mode=False)
+        if isinstance(rv, int) and rv:
+            sys.exit(rv)
     except NoveltyAuditError as exc:
         err.print(f"[bold red]error:[/] {exc.message}")
         if exc.hint:

@@ -13,6 +13,17 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .config import (
+    DATASET_NAMES,
+    AuditParams,
+    FlowsParams,
+    Frozen,
+    JudgeParams,
+    MetricsParams,
+    PoolsParams,
+    ReportParams,
+    SignalsParams,
+)
 from .errors import ConfigError
 
 __all__ = [
@@ -25,15 +36,8 @@ __all__ = [
     "load_raw_params",
     "section_payload",
     "DATASET_NAMES",
+    "FlowsParams",
 ]
-
-DATASET_NAMES = ("human-only", "human-plus-generated")
-
-
-class Frozen(BaseModel):
-    """Base for config models: immutable, unknown keys rejected."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class StoreParams(Frozen):
@@ -78,6 +82,13 @@ class Params(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     store: StoreParams = Field(default_factory=StoreParams)
     pin: PinParams
+    judge: JudgeParams = Field(default_factory=JudgeParams)
+    flows: FlowsParams = Field(default_factory=FlowsParams)
+    audit: AuditParams = Field(default_factory=AuditParams)
+    metrics: MetricsParams = Field(default_factory=MetricsParams)
+    report: ReportParams = Field(default_factory=ReportParams)
+    signals: SignalsParams = Field(default_factory=SignalsParams)
+    pools: PoolsParams = Field(default_factory=PoolsParams)
 
 
 def load_raw_params(path: str | Path = "params.yaml") -> dict[str, Any]:

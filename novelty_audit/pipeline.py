@@ -8,7 +8,9 @@ stage of a run appends the run to the ledger. Stage modules are found by name
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -61,9 +63,18 @@ def record_run(params: Params, dvc_yaml: str | Path = "dvc.yaml") -> RunRecord:
 
 
 def run_stage(
-    name: str, *, params_path: str | Path = "params.yaml", dvc_yaml: str | Path = "dvc.yaml", force: bool = False
+    name: str,
+    *,
+    params_path: str | Path = "params.yaml",
+    dvc_yaml: str | Path = "dvc.yaml",
+    force: bool = False,
+    hooks: Mapping[str, Any] | None = None,
 ) -> StageManifest:
-    """Run `stages.<name>.run` with its upstream outputs; the pipeline's last stage records the run."""
+    """Run `stages.<name>.run` with its upstream outputs; the pipeline's last stage records the run.
+
+    `hooks` are extra keyword arguments for the stage's `run` that change how, never what, it computes
+    (e.g. the judge stage's `map_judges`, which the Prefect flow uses to fan work out as tasks).
+    """
     params = load_params(params_path)
     order = stage_order(dvc_yaml)
     if name not in order:
@@ -76,7 +87,7 @@ def run_stage(
         )
     mod = _module(name)
     upstream = {u: stage_out_dir(params, u) for u in getattr(mod, "UPSTREAM", ())}
-    manifest = mod.run(params, stage_out_dir(params, name), inputs=upstream, force=force)
+    manifest = mod.run(params, stage_out_dir(params, name), inputs=upstream, force=force, **dict(hooks or {}))
     if name == order[-1]:
         record_run(params, dvc_yaml)
     return manifest

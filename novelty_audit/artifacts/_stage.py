@@ -6,6 +6,7 @@ publication; the stage supplies a pure `compute(tmp_dir) -> StageResult`.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -16,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ._code import code_digest
+from ._code import PROJECT_PACKAGES, code_digest
 from ._digest import digest_file, digest_obj
 from ._manifest import MANIFEST_NAME, FileRecord, StageManifest, file_record, load_manifest, tool_versions, write_manifest
 from ._store import Store
@@ -42,18 +43,41 @@ class StageResult:
     """Run facts (API calls made, cache hits, cost): go to the run log, never to the manifest."""
 
 
+def _record_path(p: Path, root: Path) -> str:
+    """How an input is named in a manifest: relative to the project, or to the installed package.
+
+    Package data (prompt templates) is named from the package root, so a stage's identity does not
+    depend on where the checkout or the virtualenv lives.
+    """
+    if not p.is_absolute():
+        return p.as_posix()
+    resolved = p.resolve()
+    try:
+        return resolved.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        pass
+    for pkg in PROJECT_PACKAGES:
+        spec = importlib.util.find_spec(pkg)
+        if spec and spec.origin:
+            base = Path(spec.origin).resolve().parent.parent
+            try:
+                return resolved.relative_to(base).as_posix()
+            except ValueError:
+                continue
+    return resolved.as_posix()
+
+
 def _input_records(inputs: Sequence[StageInput], root: Path) -> list[FileRecord]:
     recs = []
     for inp in inputs:
         p = Path(inp.path)
-        rel = os.path.relpath(p, root) if p.is_absolute() else p.as_posix()
         if p.is_dir():
             # A directory input is described by its files, each hashed on its own.
             for f in sorted(x for x in p.rglob("*") if x.is_file() and not x.name.startswith(".")):
-                recs.append(file_record(f, key=None).model_copy(update={"path": Path(os.path.relpath(f, root)).as_posix()}))
+                recs.append(file_record(f).model_copy(update={"path": _record_path(f, root)}))
             continue
         rec = file_record(p, key=inp.key)
-        recs.append(rec.model_copy(update={"path": Path(rel).as_posix()}))
+        recs.append(rec.model_copy(update={"path": _record_path(p, root)}))
     return recs
 
 

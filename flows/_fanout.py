@@ -1,0 +1,132 @@
+"""Judge fan-out on a Prefect task runner, with one global concurrency (and optional rate) limit per backend.
+
+`judge_map(params)` returns the judge stage's `map_judges` hook: API judges' chunks (planned by
+`novelty_audit.orchestration.plan_chunks`) run as `judge-chunk` tasks on the runner chosen in params.yaml
+`flows.task_runner`, local judges run in the stage's process meanwhile, and the outputs are merged back
+into one output per judge, equal to the unsplit run.
+
+Limits: before fan-out the flow upserts, per backend, a Prefect global concurrency limit
+`novelty-audit-judge-<backend>` with `flows.limits.<backend>.concurrency` slots, and with `per_second`
+set a second limit `novelty-audit-judge-<backend>-rate` whose slots decay at that rate. Each chunk
+task holds a slot of the first for its whole run and takes a slot of the second when it starts. The
+limits live in the Prefect server, so they hold across every worker of a Dask or Ray cluster, and
+across concurrent flow runs. Within a chunk the judge's own limits apply (`concurrency`,
+`requests_per_minute`, `tokens_per_minute` in its args), so a backend's ceilings are
+slots × the judge's in-flight bound and slots × its request rate; see docs/design/flows.md.
+
+Budget: `judge.budget_usd` is split evenly over the API chunks (each chunk's judge has its own Budget),
+so fan-out never crosses the cap but may stop short of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.client.orchestration import get_client
+from prefect.concurrency.sync import concurrency, rate_limit
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+
+from novelty_audit.errors import require
+from novelty_audit.judges import JudgeMap, JudgeOutput, JudgeParams, PairItem, PointItem
+from novelty_audit.orchestration import (
+    JudgeChunk,
+    chunkable,
+    merge_outputs,
+    plan_chunks,
+    run_chunk,
+)
+from novelty_audit.params import FlowsParams, Params
+
+LIMIT_PREFIX = "novelty-audit-judge-"
+
+
+def make_task_runner(fp: FlowsParams) -> TaskRunner:
+    """The task runner named in params.yaml `flows.task_runner` (a new instance: enter it with `with`)."""
+    if fp.task_runner == "thread":
+        return ThreadPoolTaskRunner(max_workers=fp.max_workers)
+    if fp.task_runner == "dask":
+        prefect_dask = require("prefect_dask", extra="dask")
+        if fp.address:
+            return prefect_dask.DaskTaskRunner(address=fp.address)
+        return prefect_dask.DaskTaskRunner(
+            cluster_class="distributed.LocalCluster",
+            cluster_kwargs={"n_workers": fp.max_workers, "threads_per_worker": 1, "processes": fp.dask_processes, "dashboard_address": None},
+        )
+    prefect_ray = require("prefect_ray", extra="ray")
+    return prefect_ray.RayTaskRunner(address=fp.address) if fp.address else prefect_ray.RayTaskRunner()
+
+
+def limit_names(backend: str, fp: FlowsParams) -> tuple[str, str | None]:
+    """(concurrency limit name, rate limit name or None) of a backend."""
+    base = f"{LIMIT_PREFIX}{backend}"
+    return base, (f"{base}-rate" if fp.limit(backend).per_second else None)
+
+
+def ensure_limits(backends: Sequence[str], fp: FlowsParams) -> None:
+    """Create or update each backend's global limits to match params.yaml."""
+    with get_client(sync_client=True) as client:
+        for backend in sorted(set(backends)):
+            lim = fp.limit(backend)
+            conc, rate = limit_names(backend, fp)
+            client.upsert_global_concurrency_limit_by_name(name=conc, limit=lim.concurrency)
+            if rate:
+                client.upsert_global_concurrency_limit_by_name(
+                    name=rate, limit=max(1, math.ceil(lim.per_second)), slot_decay_per_second=lim.per_second
+                )
+
+
+@task(name="judge-chunk", task_run_name="{chunk.judge}#{chunk.index}", cache_policy=NO_CACHE)
+def judge_chunk(jp: JudgeParams, store_root: str, chunk: JudgeChunk, limit: str, rate: str | None) -> JudgeOutput:
+    """Answer one chunk of an API judge while holding a slot of its backend's global limit."""
+    with concurrency(limit, occupy=1, strict=True):
+        if rate:
+            rate_limit(rate, occupy=1, strict=True)
+        out = run_chunk(jp, store_root, chunk)
+    get_run_logger().info(
+        "%s#%d: %d pairs, %d ideas, calls %s, cache hits %s",
+        chunk.judge, chunk.index, len(chunk.pairs), len(chunk.points), out.facts.get("calls", 0), out.facts.get("cache_hits", 0),
+    )  # fmt: skip
+    return out
+
+
+def judge_map(params: Params) -> JudgeMap:
+    """The judge stage's `map_judges` hook for these params (the params the stage itself runs with)."""
+    # Absolute: a worker of a remote cluster has its own working directory (the project must be on a shared path).
+    fp, jp, store_root = params.flows, params.judge, str(Path(params.store.root).resolve())
+
+    def run(judges: Sequence[Any], pairs: list[PairItem], points: list[PointItem]) -> list[JudgeOutput]:
+        logger = get_run_logger()
+        chunks = plan_chunks(judges, pairs, points, fp.chunk_size)
+        remote = [i for i, c in enumerate(chunks) if chunkable(c.backend)]
+        outputs: list[JudgeOutput | None] = [None] * len(chunks)
+        futures = {}
+        with contextlib.ExitStack() as stack:
+            if remote:
+                # Chunks may run in other processes and cannot share one Budget: each API chunk gets an equal
+                # share of judge.budget_usd, so the total is never crossed (a run may stop short of it).
+                use = jp if jp.budget_usd is None else jp.model_copy(update={"budget_usd": jp.budget_usd / len(remote)})
+                ensure_limits([chunks[i].backend for i in remote], fp)
+                logger.info("judge fan-out: %d API chunk(s) on the %s task runner", len(remote), fp.task_runner)
+                runner = stack.enter_context(make_task_runner(fp))
+                for i in remote:
+                    limit, rate = limit_names(chunks[i].backend, fp)
+                    futures[i] = runner.submit(
+                        judge_chunk, parameters={"jp": use, "store_root": store_root, "chunk": chunks[i], "limit": limit, "rate": rate}
+                    )
+            # Local judges (controls, distance, GGUF) call no service and are costly to rebuild elsewhere:
+            # they run here, on the stage's own judge objects, while the API chunks are in flight.
+            by_name = {j.name: j for j in judges}
+            for i, c in enumerate(chunks):
+                if i not in futures:
+                    outputs[i] = by_name[c.judge].judge(c.pairs, c.points)
+            for i, fut in futures.items():
+                outputs[i] = fut.result()
+        return merge_outputs(judges, pairs, points, chunks, outputs)  # type: ignore[arg-type]
+
+    return run

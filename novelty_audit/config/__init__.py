@@ -1,0 +1,40 @@
+"""The params.yaml section models, one module per section, importing nothing else of the project.
+
+`novelty_audit.params` assembles them into `Params`. Keeping them here, light and cycle-free, means a
+stage's code digest (and its dvc.yaml deps) covers one small folder of configuration rather than
+every subsystem whose settings happen to live in params.yaml.
+"""
+
+from ._audit import AuditParams
+from ._base import DATASET_NAMES, Frozen
+from ._flows import BackendLimit, CanaryParams, FlowsParams, SchedulesParams
+from ._judge import JudgeParams, JudgeSpec, Price
+from ._metrics import MetricsParams
+from ._pools import GeneratedPoolParams, PercentileRule, PoolRules, PoolsParams, StripParams
+from ._report import ReportParams
+from ._signals import EXTRACTOR_IDS, LLMSpec, PinnedFile, RecoveryParams, SignalsParams
+
+__all__ = [
+    "AuditParams",
+    "DATASET_NAMES",
+    "Frozen",
+    "BackendLimit",
+    "CanaryParams",
+    "FlowsParams",
+    "SchedulesParams",
+    "JudgeParams",
+    "JudgeSpec",
+    "Price",
+    "MetricsParams",
+    "GeneratedPoolParams",
+    "PercentileRule",
+    "PoolRules",
+    "PoolsParams",
+    "StripParams",
+    "ReportParams",
+    "EXTRACTOR_IDS",
+    "LLMSpec",
+    "PinnedFile",
+    "RecoveryParams",
+    "SignalsParams",
+]

@@ -1,0 +1,70 @@
+"""params.yaml `judge:` — which judges run, on which datasets and tasks, with which shared settings.
+
+Imported by novelty_audit.params (after Frozen) and re-exported by novelty_audit.judges; living outside
+that package keeps every stage's code digest (all import params.py) free of the judges' code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from ._base import DATASET_NAMES, Frozen
+
+__all__ = ["JudgeParams", "JudgeSpec", "Price"]
+
+
+class JudgeSpec(Frozen):
+    """One configured judge: a registered backend and its typed args."""
+
+    backend: str
+    """Registered backend name (`novelty-audit judges` lists them), e.g. always-first, openai, distance-yin."""
+    enabled: bool = True
+    """Disabled judges stay configured (and listed) but do not run; API judges ship disabled."""
+    optional: bool = False
+    """Leave the judge out (recorded in the stage summary) when its optional extra is not installed."""
+    refresh: bool = False
+    """Bypass this judge's call cache and record fresh answers (drift checks); run the stage with --force."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Backend arguments, validated by the backend's own typed model when the judge is built."""
+
+
+class Price(Frozen):
+    """What a model costs, in USD per million tokens."""
+
+    input_per_mtok: float
+    """USD per million prompt tokens."""
+    output_per_mtok: float
+    """USD per million completion tokens."""
+
+
+class JudgeParams(Frozen):
+    """The judge stage: judges × datasets × tasks."""
+
+    datasets: list[str] = Field(default_factory=lambda: list(DATASET_NAMES))
+    """Pinned datasets to judge (names under pin.datasets)."""
+    tasks: list[Literal["pairwise", "pointwise"]] = Field(default_factory=lambda: ["pairwise", "pointwise"])
+    """pairwise: which of two ideas is more novel; pointwise: is this idea novel."""
+    seed: int = 0
+    """Seed for seeded judges (random control); combined with item ids, never a global seed."""
+    refresh: bool = False
+    """Bypass every judge's call cache (drift checks); run the stage with --force."""
+    budget_usd: float | None = None
+    """Cap on the cost of new (uncached) API calls in one stage run; the run stops before exceeding it."""
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """Model name → price; an API judge whose model has no price counts its calls as free."""
+    progress: bool = True
+    """Show a progress bar for API judges (stderr only)."""
+    judges: dict[str, JudgeSpec] = Field(default_factory=dict)
+    """Judge id → spec. The id names the judge in every output table."""
+
+    @field_validator("judges")
+    @classmethod
+    def _kebab_ids(cls, v: dict[str, JudgeSpec]) -> dict[str, JudgeSpec]:
+        import re
+
+        for name in v:
+            if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name):
+                raise ValueError(f"judge id '{name}' must be lowercase letters, digits, '.', '_' or '-'")
+        return v

@@ -1,0 +1,456 @@
+"""The judge interface, the inputs a judge sees and the verdict rows it returns.
+
+How to add a backend
+--------------------
+1. Write a module `novelty_audit/judges/_<name>.py` (or a subpackage) with a factory registered once
+   under a kebab-case name on `JUDGES` (defined here so backend modules can import it)::
+
+       from ._base import JUDGES, Judge, JudgeContext, IdeaScore, ScoreJudge, parse_args
+       from ..errors import require
+
+       @JUDGES.register("distance-yin")
+       def yin(ctx: JudgeContext, **args) -> Judge:
+           cfg = parse_args(YinArgs, args, ctx)          # typed, extra="forbid": typos fail early
+           st = require("sentence_transformers", extra="embed")   # heavy import inside the factory
+           return YinJudge(ctx, cfg, st)
+
+   The factory gets the `JudgeContext` (judge name, seed, cache dir, refresh, prices, budget) and the
+   judge's `args:` from params.yaml (`judge.judges.<name>: {backend: distance-yin, args: {...}}`):
+   params name → backend name → factory, one hop; nothing else maps names.
+2. Import the module from `novelty_audit/judges/__init__.py` so registration happens.
+3. Pick a base class:
+   - `ScoreJudge`: the backend scores each idea on its own (distance judges). Implement
+     `score_ideas(ideas) -> {idea_id: IdeaScore}` and `config()`; the base turns scores into pairwise
+     verdicts (larger score wins, equal → tie, a missing score → `none`) and pointwise predictions.
+   - `VoteJudge` (in `_protocol.py`): the backend answers `Call`s (one item, one presentation order,
+     one vote index) with a `CallResult`; the base runs orders × votes, maps each answer back to idea
+     ids and aggregates. Controls, API LLMs and the GGUF judge use it. A backend may give slot
+     probabilities (`CallResult.probs`, e.g. label logprobs) instead of a hard choice.
+   - `Judge`: anything else; implement `judge(pairs, points) -> JudgeOutput` yourself.
+4. `input_files()` lists files the judge reads (corpus, imported verdicts): they become stage inputs.
+5. `config()` returns every knob that changes how the judge is asked (backend, model, prompt and its
+   digest, sampling, votes, orders, reasoning, retrieval, corpus, ...). Its digest is each row's
+   `config_digest`. What the judge *saw* goes in `evidence_parts` (idea text digests, retrieved
+   evidence, corpus digest); their digest is `evidence_digest`.
+
+Row schemas follow docs/design/tables.md (`PAIRWISE_SCHEMA`, `POINTWISE_SCHEMA`, `JUDGES_SCHEMA`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, NamedTuple, TypeVar
+
+import orjson
+import polars as pl
+from pydantic import BaseModel, ValidationError
+
+from ..artifacts import code_digest, digest_obj
+from ..errors import ConfigError
+from ._registry import Registry
+
+__all__ = [
+    "JUDGES",
+    "JUDGES_SCHEMA",
+    "NEGATIVE",
+    "NONE",
+    "OUTCOMES",
+    "PAIRWISE_SCHEMA",
+    "POINTWISE_SCHEMA",
+    "POSITIVE",
+    "TIE",
+    "Idea",
+    "IdeaScore",
+    "Judge",
+    "JudgeContext",
+    "JudgeOutput",
+    "PairItem",
+    "PointItem",
+    "ScoreJudge",
+    "evidence_digest",
+    "judges_row",
+    "pairwise_row",
+    "parse_args",
+    "pointwise_row",
+]
+
+JUDGES: Registry[Judge] = Registry("judge backend")
+"""Every judge backend, by its kebab-case name."""
+
+TIE = "tie"
+NONE = "none"
+POSITIVE = "POSITIVE"
+NEGATIVE = "NEGATIVE"
+OUTCOMES = ("invalid", "refusal", "error")
+"""Call outcomes that are not a valid vote. A vote list holds idea ids (or `tie` for score judges) or these."""
+
+PAIRWISE_SCHEMA: dict[str, pl.DataType] = {
+    "dataset": pl.String,
+    "judge": pl.String,
+    "pair_id": pl.String,
+    "idea_0": pl.String,
+    "idea_1": pl.String,
+    "gold_idea_id": pl.String,
+    "verdict": pl.String,
+    "verdict_forward": pl.String,
+    "verdict_reverse": pl.String,
+    "votes_forward": pl.List(pl.String),
+    "votes_reverse": pl.List(pl.String),
+    "n_valid": pl.Int64,
+    "n_invalid": pl.Int64,
+    "n_refusal": pl.Int64,
+    "n_error": pl.Int64,
+    "score_0": pl.Float64,
+    "score_1": pl.Float64,
+    "config_digest": pl.String,
+    "evidence_digest": pl.String,
+    "evidence_parts": pl.String,
+    "code_digest": pl.String,
+    "call_digests": pl.List(pl.String),
+    "provider_model": pl.String,
+    "cost_usd": pl.Float64,
+    "latency_s": pl.Float64,
+    "evidence_titles": pl.List(pl.String),
+}
+POINTWISE_SCHEMA: dict[str, pl.DataType] = {
+    "dataset": pl.String,
+    "judge": pl.String,
+    "idea_id": pl.String,
+    "gold_label": pl.String,
+    "predicted": pl.String,
+    "score": pl.Float64,
+    "n_valid": pl.Int64,
+    "n_invalid": pl.Int64,
+    "n_refusal": pl.Int64,
+    "n_error": pl.Int64,
+    "config_digest": pl.String,
+    "evidence_digest": pl.String,
+    "code_digest": pl.String,
+}
+JUDGES_SCHEMA: dict[str, pl.DataType] = {
+    "judge": pl.String,
+    "backend": pl.String,
+    "config_digest": pl.String,
+    "config": pl.String,
+}
+
+
+# -- inputs ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Idea:
+    """One idea as a judge sees it."""
+
+    idea_id: str
+    title: str
+    text: str
+    text_digest: str
+    area: str | None = None
+
+
+@dataclass(frozen=True)
+class PairItem:
+    """One pair, ideas in published slot order (`idea_0` was shown first in the benchmark)."""
+
+    dataset: str
+    pair_id: str
+    idea_0: Idea
+    idea_1: Idea
+    gold_idea_id: str
+    context: str | None = None
+
+    @property
+    def ideas(self) -> tuple[Idea, Idea]:
+        return (self.idea_0, self.idea_1)
+
+
+@dataclass(frozen=True)
+class PointItem:
+    """One idea judged on its own (pointwise task)."""
+
+    dataset: str
+    idea: Idea
+    gold_label: str
+
+
+@dataclass(frozen=True)
+class JudgeContext:
+    """What every factory receives besides its own args: shared, run-wide settings from params.yaml."""
+
+    name: str
+    """The judge id (its key under params.yaml `judge.judges`)."""
+    seed: int = 0
+    """params `judge.seed`; controls combine it with item ids, never a global seed."""
+    cache_dir: Path = Path(".novelty-audit/cache")
+    """Root of the judges' caches (`calls/`, `embeddings/`, ...) under the store root."""
+    refresh: bool = False
+    """Bypass cached answers and record fresh ones (drift checks)."""
+    prices: Mapping[str, Any] = field(default_factory=dict)
+    """params `judge.prices`: model → price entry (USD per million input/output tokens)."""
+    budget: Any = None
+    """The run's shared `Budget` (or None: no cap). API judges reserve cost on it before each call."""
+    progress: bool = True
+    """Show a progress bar for long-running judges."""
+    tasks: tuple[str, ...] = ("pairwise", "pointwise")
+    """params `judge.tasks`: what this run will ask (a judge may need a template per task)."""
+
+
+# -- outputs -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class JudgeOutput:
+    """Verdict rows of one judge (dicts following PAIRWISE_SCHEMA / POINTWISE_SCHEMA) and its run facts."""
+
+    pairwise: list[dict[str, Any]] = field(default_factory=list)
+    pointwise: list[dict[str, Any]] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    """calls made, cache hits, cost, seconds: for the run log, never hashed."""
+
+
+def evidence_digest(parts: Mapping[str, str]) -> str:
+    """Digest of everything a judge saw, given as {part name: digest}."""
+    return digest_obj(dict(parts))
+
+
+def _parts_json(parts: Mapping[str, str]) -> str:
+    return orjson.dumps(dict(parts), option=orjson.OPT_SORT_KEYS).decode()
+
+
+A = TypeVar("A", bound=BaseModel)
+
+
+def parse_args(model: type[A], args: Mapping[str, Any], ctx: JudgeContext | str) -> A:
+    """Validate a judge's `args:` against its typed model; errors name the judge and the field."""
+    name = ctx if isinstance(ctx, str) else ctx.name
+    try:
+        return model.model_validate(dict(args))
+    except ValidationError as exc:
+        lines = [f"params.yaml judge.judges.{name}.args: invalid"]
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"])
+            lines.append(f"  {loc}: {err['msg']}")
+        raise ConfigError("\n".join(lines), hint=f"allowed args: {', '.join(model.model_fields)}") from None
+
+
+def pairwise_row(
+    judge: Judge,
+    pair: PairItem,
+    *,
+    verdict: str,
+    verdict_forward: str | None,
+    verdict_reverse: str | None,
+    votes_forward: list[str] | None,
+    votes_reverse: list[str] | None,
+    counts: Mapping[str, int],
+    score_0: float | None,
+    score_1: float | None,
+    evidence_parts: Mapping[str, str],
+    call_digests: Sequence[str] = (),
+    provider_model: str | None = None,
+    cost_usd: float = 0.0,
+    latency_s: float = 0.0,
+    evidence_titles: Sequence[str] = (),
+) -> dict[str, Any]:
+    """One verdicts.parquet row; judge-level columns (config, code digests) come from `judge`."""
+    allowed = {pair.idea_0.idea_id, pair.idea_1.idea_id, TIE, NONE}
+    for v in (verdict, verdict_forward, verdict_reverse):
+        if v is not None and v not in allowed:
+            raise ValueError(f"verdict {v!r} for pair {pair.pair_id} names neither idea, tie nor none")
+    return {
+        "dataset": pair.dataset,
+        "judge": judge.name,
+        "pair_id": pair.pair_id,
+        "idea_0": pair.idea_0.idea_id,
+        "idea_1": pair.idea_1.idea_id,
+        "gold_idea_id": pair.gold_idea_id,
+        "verdict": verdict,
+        "verdict_forward": verdict_forward,
+        "verdict_reverse": verdict_reverse,
+        "votes_forward": votes_forward,
+        "votes_reverse": votes_reverse,
+        "n_valid": int(counts.get("valid", 0)),
+        "n_invalid": int(counts.get("invalid", 0)),
+        "n_refusal": int(counts.get("refusal", 0)),
+        "n_error": int(counts.get("error", 0)),
+        "score_0": score_0,
+        "score_1": score_1,
+        "config_digest": judge.config_digest,
+        "evidence_digest": evidence_digest(evidence_parts),
+        "evidence_parts": _parts_json(evidence_parts),
+        "code_digest": judge.code_digest,
+        "call_digests": list(call_digests),
+        "provider_model": provider_model,
+        "cost_usd": float(cost_usd),
+        "latency_s": float(latency_s),
+        "evidence_titles": list(evidence_titles),
+    }
+
+
+def pointwise_row(
+    judge: Judge,
+    item: PointItem,
+    *,
+    predicted: str,
+    score: float | None,
+    counts: Mapping[str, int],
+    evidence_parts: Mapping[str, str],
+) -> dict[str, Any]:
+    """One pointwise.parquet row."""
+    if predicted not in (POSITIVE, NEGATIVE, NONE):
+        raise ValueError(f"pointwise prediction {predicted!r} for idea {item.idea.idea_id} is not POSITIVE/NEGATIVE/none")
+    return {
+        "dataset": item.dataset,
+        "judge": judge.name,
+        "idea_id": item.idea.idea_id,
+        "gold_label": item.gold_label,
+        "predicted": predicted,
+        "score": score,
+        "n_valid": int(counts.get("valid", 0)),
+        "n_invalid": int(counts.get("invalid", 0)),
+        "n_refusal": int(counts.get("refusal", 0)),
+        "n_error": int(counts.get("error", 0)),
+        "config_digest": judge.config_digest,
+        "evidence_digest": evidence_digest(evidence_parts),
+        "code_digest": judge.code_digest,
+    }
+
+
+def judges_row(judge: Judge) -> dict[str, Any]:
+    """One judges.parquet row: every knob as a sorted-key JSON string."""
+    return {
+        "judge": judge.name,
+        "backend": judge.backend,
+        "config_digest": judge.config_digest,
+        "config": orjson.dumps(judge.config(), option=orjson.OPT_SORT_KEYS).decode(),
+    }
+
+
+# -- the interface -----------------------------------------------------------------------------------
+
+_CODE_DIGESTS: dict[tuple[str, ...], str] = {}
+
+
+class Judge(ABC):
+    """A configured judge. Built by its registered factory from params; judges pairs and single ideas."""
+
+    backend: str = ""
+    """The registered backend name; set by the subclass (class attribute) or the factory."""
+
+    def __init__(self, ctx: JudgeContext):
+        self.ctx = ctx
+        self.name = ctx.name
+
+    @abstractmethod
+    def config(self) -> dict[str, Any]:
+        """Every knob that decides how the judge is asked (must include `backend`). JSON-able values only."""
+
+    @property
+    def config_digest(self) -> str:
+        return digest_obj(self.config())
+
+    def code_modules(self) -> tuple[str, ...]:
+        """Modules whose source decides this judge's verdicts (their import closure is digested)."""
+        return (type(self).__module__, "novelty_audit.judges._base")
+
+    @property
+    def code_digest(self) -> str:
+        mods = self.code_modules()
+        if mods not in _CODE_DIGESTS:
+            # Source files do not change within a process; digest each closure once.
+            _CODE_DIGESTS[mods] = code_digest(*mods).digest
+        return _CODE_DIGESTS[mods]
+
+    @abstractmethod
+    def judge(self, pairs: Sequence[PairItem], points: Sequence[PointItem]) -> JudgeOutput:
+        """Return exactly one pairwise row per pair and one pointwise row per item, in input order."""
+
+    def input_files(self) -> list[Path]:
+        """Files the judge reads besides the pinned datasets (a corpus, imported verdicts). They become
+        inputs of the judge stage, so editing one reruns it. Paths as configured (relative to the project)."""
+        return []
+
+    def close(self) -> None:
+        """Release clients, models or pools (default: nothing)."""
+
+
+class IdeaScore(NamedTuple):
+    """A score judge's answer for one idea. A larger score means more novel."""
+
+    score: float | None
+    """None: the backend could not score this idea (counted as `invalid`, never a win)."""
+    evidence_titles: tuple[str, ...] = ()
+    """What the score rests on, e.g. the nearest prior-work titles."""
+    evidence_parts: Mapping[str, str] = {}
+    """{part name: digest} of what was used beyond the idea text (e.g. {"corpus": ..., "neighbours": ...})."""
+
+
+class ScoreJudge(Judge):
+    """A judge that scores each idea independently; pairwise and pointwise verdicts follow from the scores.
+
+    Pairwise: the larger score wins, equal scores tie, a missing score gives `none` (counted `invalid`).
+    Votes are a single entry (`votes_forward`: [winner id | tie | invalid]); there is no reverse order.
+    Pointwise: `score` is the raw score; `predicted` is POSITIVE when score ≥ the threshold, where the
+    threshold is `self.threshold`, or when that is None the median score of the dataset's pointwise ideas.
+    """
+
+    threshold: float | None = None
+
+    @abstractmethod
+    def score_ideas(self, ideas: Sequence[Idea]) -> dict[str, IdeaScore]:
+        """Score every idea (unique by idea_id); return {idea_id: IdeaScore} covering all of them."""
+
+    def _scores(self, ideas: Sequence[Idea]) -> dict[str, IdeaScore]:
+        unique = list({i.idea_id: i for i in ideas}.values())
+        scores = self.score_ideas(unique)
+        missing = [i.idea_id for i in unique if i.idea_id not in scores]
+        if missing:
+            raise RuntimeError(f"judge {self.name}: score_ideas returned no entry for {len(missing)} idea(s): {missing[:5]}")
+        return scores
+
+    def judge(self, pairs: Sequence[PairItem], points: Sequence[PointItem]) -> JudgeOutput:
+        ideas = [i for p in pairs for i in p.ideas] + [pt.idea for pt in points]
+        scores = self._scores(ideas) if ideas else {}
+        out = JudgeOutput()
+        for pair in pairs:
+            s0, s1 = scores[pair.idea_0.idea_id], scores[pair.idea_1.idea_id]
+            if s0.score is None or s1.score is None:
+                verdict, counts = NONE, {"invalid": 1}
+                vote = "invalid"
+            else:
+                verdict = pair.idea_0.idea_id if s0.score > s1.score else pair.idea_1.idea_id if s1.score > s0.score else TIE
+                counts, vote = {"valid": 1}, verdict
+            parts = {"idea_0_text": pair.idea_0.text_digest, "idea_1_text": pair.idea_1.text_digest}
+            for slot, s in (("idea_0", s0), ("idea_1", s1)):
+                parts.update({f"{slot}_{k}": v for k, v in s.evidence_parts.items()})
+            titles = list(s0.evidence_titles) + list(s1.evidence_titles)
+            out.pairwise.append(
+                pairwise_row(
+                    self, pair, verdict=verdict, verdict_forward=verdict, verdict_reverse=None,
+                    votes_forward=[vote], votes_reverse=None, counts=counts,
+                    score_0=s0.score, score_1=s1.score, evidence_parts=parts, evidence_titles=titles,
+                )
+            )  # fmt: skip
+        by_dataset: dict[str, list[float]] = {}
+        for pt in points:
+            s = scores[pt.idea.idea_id].score
+            if s is not None:
+                by_dataset.setdefault(pt.dataset, []).append(s)
+        for pt in points:
+            s = scores[pt.idea.idea_id]
+            parts = {"idea_text": pt.idea.text_digest, **s.evidence_parts}
+            if s.score is None:
+                predicted, counts = NONE, {"invalid": 1}
+            else:
+                cut = self.threshold if self.threshold is not None else statistics.median(by_dataset[pt.dataset])
+                predicted, counts = (POSITIVE if s.score >= cut else NEGATIVE), {"valid": 1}
+            out.pointwise.append(pointwise_row(self, pt, predicted=predicted, score=s.score, counts=counts, evidence_parts=parts))
+        return out
+
+
+Task = Literal["pairwise", "pointwise"]

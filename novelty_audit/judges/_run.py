@@ -1,0 +1,148 @@
+"""One judge-stage run: read the pinned items, ask every judge, check coverage, write the three tables."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ..config import JudgeParams
+from ..artifacts import write_table
+from ..errors import BadInputError
+from ._base import (
+    JUDGES_SCHEMA,
+    NONE,
+    PAIRWISE_SCHEMA,
+    POINTWISE_SCHEMA,
+    TIE,
+    Idea,
+    Judge,
+    JudgeOutput,
+    PairItem,
+    PointItem,
+    judges_row,
+)
+from ._build import Built
+
+__all__ = ["JudgeMap", "JudgeRun", "judge_stage_inputs", "load_items", "prompts_dir", "run_judges"]
+
+JudgeMap = Callable[[Sequence[Judge], list[PairItem], list[PointItem]], list[JudgeOutput]]
+"""Hook for orchestrators (flows/): run each judge over the items, one JudgeOutput per judge in order,
+each equal to `judge.judge(pairs, points)` (rows in any order; facts summed over any split)."""
+
+_PIN_TABLES = ("ideas.parquet", "pairs.parquet", "pointwise.parquet")
+
+
+@dataclass
+class JudgeRun:
+    """Counts for the manifest summary (content) and run facts for the log (calls, cost, seconds)."""
+
+    summary: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def prompts_dir() -> Path:
+    return Path(str(resources.files("novelty_audit").joinpath("prompts")))
+
+
+def judge_stage_inputs(jp: JudgeParams, pin_dir: Path, built: Built) -> list[Path]:
+    """Files whose content decides the judge stage's outputs: pinned tables, prompt templates, judge inputs."""
+    paths: list[Path] = []
+    for ds in jp.datasets:
+        for t in _PIN_TABLES:
+            p = Path(pin_dir) / ds / t
+            if not p.exists():
+                raise BadInputError(
+                    f"{p}: missing pinned table for dataset '{ds}'",
+                    hint="run the pin stage first, and list in judge.datasets only datasets under pin.datasets",
+                )
+            paths.append(p)
+    # Only the judge's own templates: other stages' prompts share the folder but not this stage's identity.
+    paths.extend(p for p in prompts_dir().iterdir() if p.name.startswith(("pairwise-", "pointwise-", "format-")))
+    for j in built.judges:
+        paths.extend(Path(p) for p in j.input_files())
+    return sorted(set(paths))
+
+
+def load_items(pin_dir: Path, datasets: list[str]) -> tuple[list[PairItem], list[PointItem]]:
+    """Pairs (published slot order) and pointwise items of each dataset, joined to their ideas by idea_id."""
+    pairs: list[PairItem] = []
+    points: list[PointItem] = []
+    for ds in datasets:
+        base = Path(pin_dir) / ds
+        ideas = {
+            r["idea_id"]: Idea(r["idea_id"], r["title"], r["text"], r["text_digest"], r["area"])
+            for r in pl.read_parquet(base / "ideas.parquet").iter_rows(named=True)
+        }
+        for r in pl.read_parquet(base / "pairs.parquet").sort("pair_id").iter_rows(named=True):
+            missing = [s for s in ("idea_0", "idea_1") if r[s] not in ideas]
+            if missing:
+                raise BadInputError(f"{base / 'pairs.parquet'}: pair {r['pair_id']}, field {missing[0]}: idea not in ideas.parquet")
+            pairs.append(PairItem(ds, r["pair_id"], ideas[r["idea_0"]], ideas[r["idea_1"]], r["gold_idea_id"], r["context"]))
+        for r in pl.read_parquet(base / "pointwise.parquet").sort("idea_id").iter_rows(named=True):
+            if r["idea_id"] not in ideas:
+                raise BadInputError(f"{base / 'pointwise.parquet'}: idea {r['idea_id']}, field idea_id: not in ideas.parquet")
+            points.append(PointItem(ds, ideas[r["idea_id"]], r["label"]))
+    return pairs, points
+
+
+def _check_coverage(name: str, rows: list[dict], expected: list[tuple[str, str]], key: str, what: str) -> None:
+    got = Counter((r["dataset"], r[key]) for r in rows)
+    dup = [k for k, n in got.items() if n > 1]
+    lost = [k for k in expected if k not in got]
+    extra = [k for k in got if k not in set(expected)]
+    if dup or lost or extra:
+        raise RuntimeError(
+            f"judge {name}: {what} verdicts do not cover the items exactly once: "
+            f"{len(lost)} lost, {len(dup)} duplicated, {len(extra)} unknown (e.g. {(lost or dup or extra)[:3]})"
+        )
+
+
+def run_judges(jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, map_judges: JudgeMap | None = None) -> JudgeRun:
+    """Run every built judge over the pinned items and write verdicts/pointwise/judges Parquet into `out_dir`."""
+    pairs, points = load_items(pin_dir, list(jp.datasets))
+    if "pairwise" not in jp.tasks:
+        pairs = []
+    if "pointwise" not in jp.tasks:
+        points = []
+    pair_keys = [(p.dataset, p.pair_id) for p in pairs]
+    point_keys = [(p.dataset, p.idea.idea_id) for p in points]
+    pair_rows: list[dict] = []
+    point_rows: list[dict] = []
+    result = JudgeRun()
+    result.summary["skipped_judges"] = dict(built.skipped)
+    mapped = map_judges(built.judges, pairs, points) if map_judges is not None and built.judges else None
+    for i, judge in enumerate(built.judges):
+        started = time.perf_counter()
+        out = mapped[i] if mapped is not None else judge.judge(pairs, points)
+        _check_coverage(judge.name, out.pairwise, pair_keys, "pair_id", "pairwise")
+        _check_coverage(judge.name, out.pointwise, point_keys, "idea_id", "pointwise")
+        pair_rows.extend(out.pairwise)
+        point_rows.extend(out.pointwise)
+        result.facts[judge.name] = {**out.facts, "seconds": round(time.perf_counter() - started, 4)}
+        per_ds: dict[str, dict[str, int]] = {}
+        for r in out.pairwise:
+            s = per_ds.setdefault(r["dataset"], Counter())
+            s["pairs"] += 1
+            s["ties"] += r["verdict"] == TIE
+            s["none"] += r["verdict"] == NONE
+            for k in ("n_valid", "n_invalid", "n_refusal", "n_error"):
+                s[k] += r[k]
+        for r in out.pointwise:
+            s = per_ds.setdefault(r["dataset"], Counter())
+            s["pointwise"] += 1
+            s["pointwise_none"] += r["predicted"] == NONE
+        result.summary[judge.name] = {ds: dict(sorted(c.items())) for ds, c in sorted(per_ds.items())}
+    verdicts = pl.DataFrame(pair_rows, schema=PAIRWISE_SCHEMA) if pair_rows else pl.DataFrame(schema=PAIRWISE_SCHEMA)
+    pointwise = pl.DataFrame(point_rows, schema=POINTWISE_SCHEMA) if point_rows else pl.DataFrame(schema=POINTWISE_SCHEMA)
+    judges = pl.DataFrame([judges_row(j) for j in built.judges], schema=JUDGES_SCHEMA) if built.judges else pl.DataFrame(schema=JUDGES_SCHEMA)
+    write_table(Path(out_dir) / "verdicts.parquet", verdicts.sort(["dataset", "judge", "pair_id"]))
+    write_table(Path(out_dir) / "pointwise.parquet", pointwise.sort(["dataset", "judge", "idea_id"]))
+    write_table(Path(out_dir) / "judges.parquet", judges.sort("judge"))
+    return result

@@ -1,0 +1,58 @@
+"""Distance-to-prior-work judges: the corpus loader, embedding backends and cache, the scores
+(Yin, kNN density, RND) with the leakage filter, and the registered `distance-*` backends.
+See docs/design/distance.md."""
+
+from ._corpus import CORPUS_EXCLUSION_SCHEMA, CORPUS_SCHEMA, CORPUS_SUFFIXES, Corpus, CorpusExclusion, load_corpus, normalize_title, strip_html
+from ._embed import MINILM_ALIASES, Embedder, EmbeddingCache, SentenceTransformerEmbedder, TfidfEmbedder, model_dir_digest, resolve_model_dir, text_digest
+from ._judge import DROP_SCHEMA, clear_memory_caches, DistanceArgs, DistanceJudge, KnnArgs, RndArgs, TfidfSettings, embedding_cache
+from ._scores import (
+    DECIMALS,
+    Drop,
+    Neighbours,
+    after_cutoff,
+    corpus_densities,
+    cosine_matrix,
+    knn_scores,
+    nearest,
+    parse_cutoff,
+    rnd_scores,
+    yin_scores,
+)
+
+__all__ = [
+    "CORPUS_EXCLUSION_SCHEMA",
+    "CORPUS_SCHEMA",
+    "CORPUS_SUFFIXES",
+    "Corpus",
+    "CorpusExclusion",
+    "load_corpus",
+    "normalize_title",
+    "strip_html",
+    "MINILM_ALIASES",
+    "Embedder",
+    "EmbeddingCache",
+    "SentenceTransformerEmbedder",
+    "TfidfEmbedder",
+    "model_dir_digest",
+    "resolve_model_dir",
+    "text_digest",
+    "DROP_SCHEMA",
+    "DistanceArgs",
+    "DistanceJudge",
+    "KnnArgs",
+    "RndArgs",
+    "TfidfSettings",
+    "embedding_cache",
+    "clear_memory_caches",
+    "DECIMALS",
+    "Drop",
+    "Neighbours",
+    "after_cutoff",
+    "corpus_densities",
+    "cosine_matrix",
+    "knn_scores",
+    "nearest",
+    "parse_cutoff",
+    "rnd_scores",
+    "yin_scores",
+]

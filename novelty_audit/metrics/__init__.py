@@ -1,0 +1,73 @@
+"""Metrics: every metric is computed here and nowhere else.
+
+A metric is one function from a (dataset, judge) slice of a verdict table to a typed `Estimate`,
+registered once in `METRICS` with its direction and uncertainty method (`_definitions.py`).
+Comparisons between judges, runs or files align verdicts by id (`compare_verdicts`).
+"""
+
+from ._compare import KINDS, AlignedVerdicts, Comparison, align_verdicts, compare_aligned, compare_verdicts, mcnemar_exact_p, verdict_map
+from ._compute import MetricsTables, compute_metrics, metrics_json, prompt_groups
+from ._estimates import (
+    WILSON_METHOD,
+    AUROCEstimate,
+    Count,
+    Total,
+    Estimate,
+    Interval,
+    LinearEstimate,
+    Ratio,
+    bca_interval,
+    bootstrap_weights,
+    percentile_interval,
+    percentile_intervals,
+    Resampler,
+    seeded_rng,
+    wilson_interval,
+)
+from ._files import FlipsReport, QualityReport, flips_report, quality_report, read_verdict_file
+from ..config import MetricsParams
+from ._registry import METRICS, MetricSpec, metric
+from ._views import PairwiseView, PointwiseView, pairwise_view, pointwise_view
+
+__all__ = [
+    "KINDS",
+    "AlignedVerdicts",
+    "align_verdicts",
+    "compare_aligned",
+    "Comparison",
+    "compare_verdicts",
+    "mcnemar_exact_p",
+    "verdict_map",
+    "MetricsTables",
+    "compute_metrics",
+    "metrics_json",
+    "prompt_groups",
+    "WILSON_METHOD",
+    "AUROCEstimate",
+    "Count",
+    "Total",
+    "Estimate",
+    "Interval",
+    "LinearEstimate",
+    "Ratio",
+    "bca_interval",
+    "bootstrap_weights",
+    "percentile_interval",
+    "percentile_intervals",
+    "Resampler",
+    "seeded_rng",
+    "wilson_interval",
+    "FlipsReport",
+    "QualityReport",
+    "flips_report",
+    "quality_report",
+    "read_verdict_file",
+    "MetricsParams",
+    "METRICS",
+    "MetricSpec",
+    "metric",
+    "PairwiseView",
+    "PointwiseView",
+    "pairwise_view",
+    "pointwise_view",
+]

@@ -1,0 +1,316 @@
+"""Bring-your-own verdicts: `id,verdict` files (CSV or JSONL) compared without the pipeline.
+
+Every problem with the files — a missing column, an empty file, a duplicated id, ids that do not
+match, a verdict outside the allowed set — is a `BadInputError` naming file, row and field.
+Mismatched ids are reported instead when the caller asks for it (`report_mismatches`).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import BadInputError
+from ._compare import NONE, TIE, compare_verdicts
+
+__all__ = ["read_verdict_file", "FlipsReport", "flips_report", "QualityReport", "quality_report"]
+
+ID, VERDICT = "id", "verdict"
+
+
+def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    suffix = path.suffix.lower()
+    if not path.exists():
+        raise BadInputError(f"{path}: no such file")
+    text = path.read_text(encoding="utf-8-sig")
+    if suffix == ".csv":
+        reader = csv.DictReader(text.splitlines())
+        return [(i + 2, row) for i, row in enumerate(reader)]  # line 1 is the header
+    if suffix in (".jsonl", ".ndjson"):
+        rows = []
+        for i, line in enumerate(text.splitlines()):
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise BadInputError(f"{path}: line {i + 1} is not valid JSON ({exc})") from None
+            if not isinstance(obj, dict):
+                raise BadInputError(f"{path}: line {i + 1} is not a JSON object with fields {ID}, {VERDICT}")
+            rows.append((i + 1, obj))
+        return rows
+    raise BadInputError(f"{path}: unknown file type '{suffix or '(none)'}'", hint="use .csv (header id,verdict) or .jsonl")
+
+
+def read_verdict_file(path: str | Path) -> dict[str, str]:
+    """{id: verdict} from a CSV (header `id,verdict`) or JSONL file (objects with `id`, `verdict`).
+
+    Values are stripped strings. Empty files, missing fields or values and duplicated ids are errors.
+    """
+    path = Path(path)
+    rows = _rows(path)
+    if not rows:
+        raise BadInputError(f"{path}: no rows", hint=f"the file needs one row per item with fields {ID},{VERDICT}")
+    out: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    for line, row in rows:
+        for f in (ID, VERDICT):
+            if f not in row:
+                raise BadInputError(
+                    f"{path}: line {line}: field '{f}' is missing (fields found: {', '.join(map(str, row)) or 'none'})",
+                    hint=f"the file needs fields {ID},{VERDICT}",
+                )
+            if row[f] is None or str(row[f]).strip() == "":
+                raise BadInputError(f"{path}: line {line}, field '{f}': empty value")
+        key = str(row[ID]).strip()
+        if key in first_line:
+            raise BadInputError(
+                f"{path}: line {line}: id {key!r} appears more than once (first at line {first_line[key]})",
+                hint="each id must have exactly one verdict; remove or merge the duplicates",
+            )
+        first_line[key] = line
+        out[key] = str(row[VERDICT]).strip()
+    return out
+
+
+def _allowed(allowed: str | Iterable[str] | None) -> set[str] | None:
+    if allowed is None:
+        return None
+    values = allowed.split(",") if isinstance(allowed, str) else list(allowed)
+    out = {v.strip() for v in values if v.strip()}
+    if not out:
+        raise BadInputError("--allowed: no values given", hint="pass a comma-separated list, e.g. --allowed A,B,tie")
+    return out
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.4g}"
+
+
+def _check_allowed(values: dict[str, str], allowed: set[str], path: Path | str, how: str) -> None:
+    bad = sorted((k, v) for k, v in values.items() if v not in allowed)
+    if bad:
+        shown = ", ".join(f"id {k}: {v!r}" for k, v in bad[:5])
+        raise BadInputError(
+            f"{path}: {len(bad)} verdict(s) outside the allowed set {sorted(allowed)} ({how}): {shown}"
+            + (" …" if len(bad) > 5 else ""),
+            hint="fix the values, or pass --allowed with the full comma-separated set of verdicts",
+        )
+
+
+def _check_ids(a: Iterable[str], b: Iterable[str], name_a: str, name_b: str, report: bool) -> None:
+    only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+    if (only_a or only_b) and not report:
+        parts = []
+        if only_a:
+            parts.append(f"{len(only_a)} id(s) only in {name_a} (e.g. {', '.join(only_a[:3])})")
+        if only_b:
+            parts.append(f"{len(only_b)} id(s) only in {name_b} (e.g. {', '.join(only_b[:3])})")
+        raise BadInputError(
+            "the files do not cover the same ids: " + "; ".join(parts),
+            hint="pass --report-mismatches to compare the common ids and list the others",
+        )
+
+
+def _accuracy(verdicts: dict[str, str], gold: dict[str, str]) -> float | None:
+    ids = [k for k in verdicts if k in gold]
+    return sum(verdicts[k] == gold[k] for k in ids) / len(ids) if ids else None
+
+
+@dataclass(frozen=True)
+class FlipsReport:
+    """How verdicts changed between two files, aligned by id."""
+
+    compared: int
+    flips: int
+    flip_rate: float | None
+    only_before: list[str]
+    only_after: list[str]
+    directions: dict[str, int]
+    accuracy_before: float | None = None
+    """Strict accuracy of BEFORE over its ids (tie and none are wrong); with gold only."""
+    accuracy_after: float | None = None
+    mcnemar_p: float | None = None
+    """Exact McNemar p on correctness over the compared ids; with gold only."""
+    missing_gold: list[str] = field(default_factory=list)
+    """Verdict ids without a gold verdict (only with report_mismatches; left out of the accuracies)."""
+    flipped_ids: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def lines(self) -> list[str]:
+        """The human-readable summary the CLI prints."""
+        out = []
+        if self.accuracy_before is not None:
+            out.append(f"accuracy {_fmt(self.accuracy_before)} → {_fmt(self.accuracy_after)}")
+        out.append(f"{self.flips} flip(s) of {self.compared} compared (flip rate {_fmt(self.flip_rate)})")
+        if self.directions:
+            out.append("directions: " + ", ".join(f"{k} {v}" for k, v in self.directions.items()))
+        if self.mcnemar_p is not None:
+            out.append(f"exact McNemar p on correctness: {_fmt(self.mcnemar_p)}")
+        for label, ids in (("only in BEFORE", self.only_before), ("only in AFTER", self.only_after), ("without gold", self.missing_gold)):
+            if ids:
+                out.append(f"{label} ({len(ids)}): {', '.join(ids[:20])}{' …' if len(ids) > 20 else ''}")
+        return out
+
+
+def flips_report(
+    before: str | Path,
+    after: str | Path,
+    gold: str | Path | None = None,
+    *,
+    allowed: str | Iterable[str] | None = None,
+    report_mismatches: bool = False,
+) -> FlipsReport:
+    """Compare two verdict files by id.
+
+    Allowed verdicts: `allowed` if given (a set or a comma-separated string), else the values seen in gold,
+    plus `tie` and `none`, plus every value that both files use.
+    """
+    b, a = read_verdict_file(before), read_verdict_file(after)
+    g = read_verdict_file(gold) if gold is not None else None
+    explicit = _allowed(allowed)
+    if explicit is not None:
+        allowed_set, how = explicit, "from --allowed"
+    else:
+        # Gold names only winners, so the losing idea of a pair never appears in it; a value both files use
+        # is a real verdict, while one used by a single file only and unknown to gold is most likely a typo.
+        allowed_set = (set(g.values()) if g is not None else set()) | {TIE, NONE} | (set(b.values()) & set(a.values()))
+        how = "gold values, tie, none and values used in both files"
+    _check_ids(b, a, f"BEFORE ({before})", f"AFTER ({after})", report_mismatches)
+    _check_allowed(b, allowed_set, before, how)
+    _check_allowed(a, allowed_set, after, how)
+    missing: list[str] = []
+    if g is not None:
+        missing = sorted((set(b) | set(a)) - set(g))
+        if missing and not report_mismatches:
+            raise BadInputError(
+                f"{gold}: no gold verdict for {len(missing)} id(s) (e.g. {', '.join(missing[:3])})",
+                hint="add them to the gold file, or pass --report-mismatches to score only ids that have gold",
+            )
+    c = compare_verdicts(b, a, g)
+    return FlipsReport(
+        compared=c.compared,
+        flips=c.flips,
+        flip_rate=c.flip_rate,
+        only_before=c.only_before,
+        only_after=c.only_after,
+        directions=c.directions,
+        accuracy_before=_accuracy(b, g) if g is not None else None,
+        accuracy_after=_accuracy(a, g) if g is not None else None,
+        mcnemar_p=c.mcnemar_p,
+        missing_gold=missing,
+        flipped_ids=c.flipped_ids,
+    )
+
+
+@dataclass(frozen=True)
+class QualityReport:
+    """Judgment quality against labelled references, with abstention."""
+
+    n: int
+    """Ids scored (present in both PRED and the reference)."""
+    reference_accuracy: float | None
+    """PRED = reference / n (abstaining is correct only where the reference is the abstain label)."""
+    answered_fraction: float | None
+    """Answered (not the abstain label) among answerable ids (reference not the abstain label)."""
+    accuracy_on_answered: float | None
+    """PRED = reference among answered ids."""
+    correct_abstention: float | None
+    """Abstained among ids whose reference is the abstain label."""
+    unsupported_confident: float | None
+    """Answered among ids whose reference is the abstain label (= 1 − correct_abstention)."""
+    stability: float | None
+    """Agreement of PRED with the repeat run over their common ids; None without --repeat."""
+    n_answerable: int
+    n_answered: int
+    n_reference_abstain: int
+    abstain_label: str
+    only_prediction: list[str] = field(default_factory=list)
+    only_reference: list[str] = field(default_factory=list)
+    only_repeat: list[str] = field(default_factory=list)
+    """Ids in the repeat but not in PRED (and the reverse under only_prediction_not_repeated)."""
+    only_prediction_not_repeated: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def lines(self) -> list[str]:
+        """The human-readable summary the CLI prints."""
+        out = [
+            f"reference accuracy     {_fmt(self.reference_accuracy)}  ({self.n} ids)",
+            f"answered fraction      {_fmt(self.answered_fraction)}  ({self.n_answered} answered; {self.n_answerable} answerable)",
+            f"accuracy on answered   {_fmt(self.accuracy_on_answered)}",
+            f"correct abstention     {_fmt(self.correct_abstention)}  ({self.n_reference_abstain} with reference '{self.abstain_label}')",
+            f"unsupported confident  {_fmt(self.unsupported_confident)}",
+            f"stability              {_fmt(self.stability)}",
+        ]
+        for label, ids in (
+            ("only in PRED", self.only_prediction),
+            ("only in the reference", self.only_reference),
+            ("only in the repeat", self.only_repeat),
+            ("not repeated", self.only_prediction_not_repeated),
+        ):
+            if ids:
+                out.append(f"{label} ({len(ids)}): {', '.join(ids[:20])}{' …' if len(ids) > 20 else ''}")
+        return out
+
+
+def _share(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def quality_report(
+    prediction: str | Path,
+    reference: str | Path,
+    repeat: str | Path | None = None,
+    *,
+    abstain_label: str = "unknown",
+    allowed: str | Iterable[str] | None = None,
+    report_mismatches: bool = False,
+) -> QualityReport:
+    """Score PRED against the reference labels (and against a repeat run for stability).
+
+    Allowed labels: `allowed` if given, else the reference's labels plus the abstain label.
+    """
+    pred, ref = read_verdict_file(prediction), read_verdict_file(reference)
+    rep = read_verdict_file(repeat) if repeat is not None else None
+    explicit = _allowed(allowed)
+    allowed_set = explicit if explicit is not None else set(ref.values()) | {abstain_label}
+    how = "from --allowed" if allowed is not None else f"reference labels plus '{abstain_label}'"
+    _check_allowed(pred, allowed_set, prediction, how)
+    if rep is not None:
+        _check_allowed(rep, allowed_set, repeat, how)
+        _check_ids(pred, rep, f"PRED ({prediction})", f"--repeat ({repeat})", report_mismatches)
+    _check_ids(pred, ref, f"PRED ({prediction})", f"--reference ({reference})", report_mismatches)
+    ids = sorted(set(pred) & set(ref))
+    answerable = [k for k in ids if ref[k] != abstain_label]
+    ref_abstain = [k for k in ids if ref[k] == abstain_label]
+    answered = [k for k in ids if pred[k] != abstain_label]
+    stability = None
+    if rep is not None:
+        common = sorted(set(pred) & set(rep))
+        stability = _share(sum(pred[k] == rep[k] for k in common), len(common))
+    return QualityReport(
+        n=len(ids),
+        reference_accuracy=_share(sum(pred[k] == ref[k] for k in ids), len(ids)),
+        answered_fraction=_share(sum(pred[k] != abstain_label for k in answerable), len(answerable)),
+        accuracy_on_answered=_share(sum(pred[k] == ref[k] for k in answered), len(answered)),
+        correct_abstention=_share(sum(pred[k] == abstain_label for k in ref_abstain), len(ref_abstain)),
+        unsupported_confident=_share(sum(pred[k] != abstain_label for k in ref_abstain), len(ref_abstain)),
+        stability=stability,
+        n_answerable=len(answerable),
+        n_answered=len(answered),
+        n_reference_abstain=len(ref_abstain),
+        abstain_label=abstain_label,
+        only_prediction=sorted(set(pred) - set(ref)),
+        only_reference=sorted(set(ref) - set(pred)),
+        only_repeat=sorted(set(rep) - set(pred)) if rep is not None else [],
+        only_prediction_not_repeated=sorted(set(pred) - set(rep)) if rep is not None else [],
+    )

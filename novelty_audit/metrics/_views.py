@@ -1,0 +1,176 @@
+"""Per-item arrays of one (dataset, judge) slice of a verdict table, aligned to a fixed id order.
+
+Every view is aligned to a `universe` of ids (sorted) shared by all judges of a dataset, so that one
+bootstrap weight matrix pairs every judge's items. Items a judge did not cover are zero everywhere
+with `present = 0`; they never enter a denominator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from ..errors import BadInputError
+
+__all__ = ["PairwiseView", "PointwiseView", "pairwise_view", "pointwise_view", "TIE", "NONE", "check_unique"]
+
+TIE = "tie"
+NONE = "none"
+POSITIVE = "POSITIVE"
+NEGATIVE = "NEGATIVE"
+
+
+def check_unique(df: pl.DataFrame, key: list[str], where: str) -> None:
+    """Raise naming the first duplicated key: a duplicate would be counted twice in every metric."""
+    dup = df.group_by(key).len().filter(pl.col("len") > 1)
+    if dup.height:
+        first = dup.sort(key).row(0, named=True)
+        raise BadInputError(
+            f"{where}: {dup.height} duplicated key(s) {key}, e.g. {', '.join(f'{k}={first[k]}' for k in key)} "
+            f"appears {first['len']} times",
+            hint="each (dataset, judge, item) must have exactly one row",
+        )
+
+
+@dataclass(frozen=True)
+class PairwiseView:
+    """One judge on one dataset, pairwise; arrays are float 0/1 (or counts) over `ids`."""
+
+    dataset: str
+    judge: str
+    ids: list[str]
+    present: np.ndarray
+    correct: np.ndarray
+    tie: np.ndarray
+    no_verdict: np.ndarray
+    decisive: np.ndarray
+    both_orders: np.ndarray
+    """Both presentation orders were run and both gave a valid verdict."""
+    orders_differ: np.ndarray
+    first_votes: np.ndarray
+    """Votes for the idea shown first (idea_0 in the forward order, idea_1 in the reverse order)."""
+    idea_votes: np.ndarray
+    """Votes naming either idea (ties and failed calls excluded)."""
+    n_invalid: np.ndarray
+    n_refusal: np.ndarray
+    n_error: np.ndarray
+    cost_usd: np.ndarray
+    latency_s: np.ndarray
+
+
+@dataclass(frozen=True)
+class PointwiseView:
+    """One judge on one dataset, pointwise."""
+
+    dataset: str
+    judge: str
+    ids: list[str]
+    present: np.ndarray
+    gold: list[str | None]
+    predicted: list[str | None]
+    correct: np.ndarray
+    answered: np.ndarray
+    scores: np.ndarray
+    """NaN where the judge gave no score."""
+
+
+def _align(ids: list[str], universe: list[str]) -> np.ndarray:
+    pos = {pid: i for i, pid in enumerate(universe)}
+    missing = [i for i in ids if i not in pos]
+    if missing:
+        raise ValueError(f"ids outside the universe: {missing[:5]}")
+    return np.fromiter((pos[i] for i in ids), dtype=np.int64, count=len(ids))
+
+
+def _votes_for(votes: list[str] | None, idea: str) -> int:
+    return 0 if votes is None else sum(1 for v in votes if v == idea)
+
+
+def _idea_votes(votes: list[str] | None, a: str, b: str) -> int:
+    return 0 if votes is None else sum(1 for v in votes if v == a or v == b)
+
+
+def pairwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where: str = "verdicts") -> PairwiseView:
+    """Build the view of one (dataset, judge) slice; `universe` defaults to its own sorted pair ids."""
+    keys = df.select("dataset", "judge").unique()
+    if keys.height > 1:
+        raise ValueError("pairwise_view takes one (dataset, judge) slice")
+    check_unique(df, ["dataset", "judge", "pair_id"], where)
+    dataset, judge = (keys.row(0) if keys.height else ("", ""))
+    universe = sorted(df["pair_id"].to_list()) if universe is None else universe
+    n = len(universe)
+    rows = df.to_dicts()
+    at = _align([r["pair_id"] for r in rows], universe)
+
+    def arr() -> np.ndarray:
+        return np.zeros(n, dtype=np.float64)
+
+    present, correct, tie, none, decisive = arr(), arr(), arr(), arr(), arr()
+    both, differ, first, ideas = arr(), arr(), arr(), arr()
+    inv, ref, err, cost, latency = arr(), arr(), arr(), arr(), arr()
+    for i, r in zip(at, rows):
+        a, b, v = r["idea_0"], r["idea_1"], r["verdict"]
+        allowed = (a, b, TIE, NONE)
+        for field in ("verdict", "verdict_forward", "verdict_reverse"):
+            val = r.get(field)
+            if (val is not None or field == "verdict") and val not in allowed:
+                raise BadInputError(
+                    f"{where}: dataset {dataset}, judge {judge}, pair {r['pair_id']}, field {field}: "
+                    f"{val!r} is neither idea ({a}, {b}) nor '{TIE}'/'{NONE}'",
+                    hint="verdicts name an idea by idea_id (docs/design/tables.md)",
+                )
+        present[i] = 1
+        correct[i] = v == r["gold_idea_id"]
+        tie[i] = v == TIE
+        none[i] = v == NONE
+        decisive[i] = v in (a, b)
+        fwd, rev = r.get("verdict_forward"), r.get("verdict_reverse")
+        if fwd is not None and rev is not None and NONE not in (fwd, rev):
+            both[i] = 1
+            differ[i] = fwd != rev
+        vf, vr = r.get("votes_forward"), r.get("votes_reverse")
+        first[i] = _votes_for(vf, a) + _votes_for(vr, b)
+        ideas[i] = _idea_votes(vf, a, b) + _idea_votes(vr, a, b)
+        inv[i] = r.get("n_invalid") or 0
+        ref[i] = r.get("n_refusal") or 0
+        err[i] = r.get("n_error") or 0
+        # Unknown (absent or null) stays NaN so the total is reported as unknown rather than as free.
+        cost[i] = np.nan if r.get("cost_usd") is None else r["cost_usd"]
+        latency[i] = np.nan if r.get("latency_s") is None else r["latency_s"]
+    return PairwiseView(
+        dataset, judge, universe, present, correct, tie, none, decisive, both, differ, first, ideas, inv, ref, err, cost, latency
+    )
+
+
+def pointwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where: str = "pointwise") -> PointwiseView:
+    """Build the pointwise view of one (dataset, judge) slice."""
+    keys = df.select("dataset", "judge").unique()
+    if keys.height > 1:
+        raise ValueError("pointwise_view takes one (dataset, judge) slice")
+    check_unique(df, ["dataset", "judge", "idea_id"], where)
+    dataset, judge = (keys.row(0) if keys.height else ("", ""))
+    universe = sorted(df["idea_id"].to_list()) if universe is None else universe
+    n = len(universe)
+    rows = df.to_dicts()
+    at = _align([r["idea_id"] for r in rows], universe)
+    present, correct, answered = np.zeros(n), np.zeros(n), np.zeros(n)
+    scores = np.full(n, np.nan)
+    gold: list[str | None] = [None] * n
+    pred: list[str | None] = [None] * n
+    for i, r in zip(at, rows):
+        p = r["predicted"]
+        if p not in (POSITIVE, NEGATIVE, NONE):
+            raise BadInputError(
+                f"{where}: dataset {dataset}, judge {judge}, idea {r['idea_id']}, field predicted: {p!r} is not "
+                f"{POSITIVE}, {NEGATIVE} or '{NONE}'",
+            )
+        present[i] = 1
+        gold[i], pred[i] = r["gold_label"], p
+        correct[i] = p == r["gold_label"]
+        answered[i] = p != NONE
+        s = r.get("score")
+        if s is not None and np.isfinite(s):
+            scores[i] = s
+    return PointwiseView(dataset, judge, universe, present, gold, pred, correct, answered, scores)

@@ -1,0 +1,39 @@
+"""Library support for orchestrated runs (Prefect flows): run summaries, the canary subset, drift checks.
+
+Prefect itself lives in flows/; everything here is plain Python the flows call, testable without a server.
+"""
+
+from ._canary import CANARY_STAGE, build_canary, select_canary
+from ._drift import (
+    API_BACKENDS,
+    DriftPaths,
+    drift_judges,
+    drift_markdown,
+    drift_params,
+    drift_paths,
+    drift_rows,
+)
+from ._fanout import JudgeChunk, chunkable, merge_outputs, plan_chunks, run_chunk
+from ._summary import RunSummary, StageOutcome, fact_number, summarize_run
+
+__all__ = [
+    "API_BACKENDS",
+    "CANARY_STAGE",
+    "DriftPaths",
+    "JudgeChunk",
+    "RunSummary",
+    "StageOutcome",
+    "build_canary",
+    "chunkable",
+    "drift_judges",
+    "drift_markdown",
+    "drift_params",
+    "drift_paths",
+    "drift_rows",
+    "fact_number",
+    "merge_outputs",
+    "plan_chunks",
+    "run_chunk",
+    "select_canary",
+    "summarize_run",
+]

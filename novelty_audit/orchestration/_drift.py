@@ -1,0 +1,139 @@
+"""The drift watch without Prefect: where it writes, which judges it re-asks, how it reports.
+
+The drift watch re-asks API judges on the canary with their call cache bypassed and audits the fresh
+verdicts against the previous drift run. It never writes into `store.artifacts` (DVC's outputs) nor
+into the main store's runs ledger or call cache: everything goes under `<store.root>/<flows.drift_dir>/`,
+which is a store of its own (objects, manifests, run log, runs ledger, call cache) with an
+`artifacts/` directory in the pin/judge layout. `dvc status`, `novelty-audit audit` and the replay of the
+main pipeline from its call cache are therefore unaffected. The drift flow publishes its own audit (drift
+run vs the previous drift run); `novelty-audit audit --params P` with a params file whose `store.root` is
+the drift store audits any two drift runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ..artifacts import Store
+from ..errors import ConfigError
+
+if TYPE_CHECKING:  # params.py imports the flows section model; keep this module out of that cycle
+    from ..audit import AuditResult
+    from ..params import Params
+
+__all__ = ["API_BACKENDS", "DriftPaths", "drift_judges", "drift_markdown", "drift_params", "drift_paths", "drift_rows"]
+
+API_BACKENDS = ("openai", "anthropic")
+"""Backends that answer through a provider's API: their answers can drift, so the watch re-asks them."""
+
+
+class DriftPaths(NamedTuple):
+    """Where one project's drift watch writes."""
+
+    root: Path
+    """The drift store root (objects, manifests, runlog.jsonl, runs.jsonl, cache/)."""
+    artifacts: Path
+    """Stage outputs of the latest drift check: pin/ (the canary) and judge/."""
+
+    @property
+    def store(self) -> Store:
+        return Store(self.root)
+
+
+def drift_paths(params: Params) -> DriftPaths:
+    """`<store.root>/<flows.drift_dir>` and its `artifacts/`."""
+    root = Path(params.store.root) / params.flows.drift_dir
+    return DriftPaths(root=root, artifacts=root / "artifacts")
+
+
+def drift_judges(params: Params) -> list[str]:
+    """The judges to re-ask: `flows.canary.judges` if set, else every enabled judge with an API backend."""
+    configured = params.judge.judges
+    names = params.flows.canary.judges
+    if names is not None:
+        unknown = [n for n in names if n not in configured]
+        if unknown:
+            import difflib
+
+            close = {n: difflib.get_close_matches(n, list(configured), n=1) for n in unknown}
+            hint = "; ".join(f"{n}: did you mean {c[0]}?" for n, c in close.items() if c) or f"judges: {', '.join(configured)}"
+            raise ConfigError(f"params.yaml flows.canary.judges: unknown judge(s) {', '.join(unknown)}", hint=hint)
+        return list(names)
+    chosen = [n for n, spec in sorted(configured.items()) if spec.enabled and spec.backend in API_BACKENDS]
+    if not chosen:
+        raise ConfigError(
+            "the drift watch found no enabled API judge in params.yaml judge.judges",
+            hint=f"enable a judge with backend {' or '.join(API_BACKENDS)} (and set its key), "
+            "or list judges in flows.canary.judges",
+        )
+    return chosen
+
+
+def drift_params(params: Params, judges: Sequence[str], datasets: Sequence[str]) -> Params:
+    """The params the judge stage runs with in a drift check.
+
+    Only the listed judges run (enabled, call cache bypassed), on the pairwise task of the canary's
+    datasets, with the drift store as store root so fresh answers and outputs stay out of the main
+    store. Every other judge setting (prompts, votes, sampling, prices, budget) is the user's.
+    """
+    paths = drift_paths(params)
+    specs = {n: params.judge.judges[n].model_copy(update={"enabled": True, "refresh": True}) for n in judges}
+    judge = params.judge.model_copy(update={"judges": specs, "refresh": True, "tasks": ["pairwise"], "datasets": list(datasets)})
+    store = params.store.model_copy(update={"root": str(paths.root), "artifacts": str(paths.artifacts)})
+    return params.model_copy(update={"judge": judge, "store": store})
+
+
+def _diff_text(change: Any) -> str:
+    diffs = list(change.knobs or []) + list(change.inputs or [])
+    return "; ".join(f"{d.name}: {d.before} → {d.after}" for d in diffs)
+
+
+def drift_rows(result: AuditResult) -> list[dict[str, Any]]:
+    """One row per changed verdict, for a table artifact."""
+    return [
+        {
+            "dataset": c.dataset,
+            "judge": c.judge,
+            "pair": c.pair,
+            "before": c.before,
+            "after": c.after,
+            "cause": c.cause,
+            "what moved": _diff_text(c),
+            "titles": " | ".join(c.titles),
+        }
+        for c in result.changes
+    ]
+
+
+def drift_markdown(result: AuditResult | None, *, judges: Sequence[str], canary_pairs: int, facts: dict[str, Any]) -> str:
+    """The drift check in a few lines: what was re-asked, what it cost, and changes by cause."""
+    lines = [
+        "# Judge drift watch",
+        "",
+        (
+            f"Re-asked {', '.join(judges)} on {canary_pairs} canary pair(s) with the call cache bypassed: "
+            f"{int(facts.get('calls', 0))} call(s), ${float(facts.get('cost_usd', 0.0)):.4f}."
+        ),
+        "",
+    ]
+    if result is None:
+        lines.append("First drift check: recorded as the baseline, nothing to compare yet.")
+        return "\n".join(lines) + "\n"
+    s = result.summary
+    lines += [
+        f"Compared {result.compared} verdict(s) of run `{result.from_run}` → `{result.to_run}`: **{len(result.changes)} changed**.",
+        "",
+        "| cause | changes | meaning |",
+        "|---|---:|---|",
+        f"| spurious | {s['spurious']} | same call keys, inputs and provider model, different verdict (nondeterminism) |",
+        f"| provider | {s['provider']} | the provider-reported model id moved |",
+        f"| config | {s['config']} | how the judge is asked changed (params.yaml) |",
+        f"| evidence | {s['evidence']} | what the judge saw changed |",
+        f"| harness | {s['harness']} | only our code or call keys changed |",
+        f"| dataset | {s['dataset']} | pair present on one side only |",
+        "",
+        f"{s['unchanged_with_changed_digests']} verdict(s) held although a digest moved.",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,53 @@
+"""Pools: the D+ / D- selection with recorded exclusions, seeded pairing, the generated pool,
+result stripping, and the rule check of the embedded benchmark."""
+
+from ..config import GeneratedPoolParams, PercentileRule, PoolRules, PoolsParams, StripParams
+from ._build import FLAG_SCHEMA, GENERATED_PAIRS, HUMAN_PAIRS, POOL_SCHEMA, PoolsOutput, build_pools
+from ._check import NOT_CHECKABLE, check_benchmark
+from ._generated import GENERATED_SCHEMA, generate_with_llm, generated_from_jsonl, generated_from_pin
+from ._pair import PAIR_SCHEMA, UNPAIRED_SCHEMA, area_rng, pair_within_areas
+from ._select import (
+    EVIDENCE_SCHEMA,
+    PERCENTILE_SCHEMA,
+    POOL_EXCLUSION_SCHEMA,
+    area_percentiles,
+    norm_key,
+    paper_evidence,
+    select_pools,
+)
+from ._strip import STRIP_CHECK_VERSION, StripFlag, check_results, strip_results
+
+__all__ = [
+    "FLAG_SCHEMA",
+    "GENERATED_PAIRS",
+    "HUMAN_PAIRS",
+    "POOL_SCHEMA",
+    "PoolsOutput",
+    "build_pools",
+    "NOT_CHECKABLE",
+    "check_benchmark",
+    "GeneratedPoolParams",
+    "PercentileRule",
+    "PoolRules",
+    "PoolsParams",
+    "StripParams",
+    "GENERATED_SCHEMA",
+    "generate_with_llm",
+    "generated_from_jsonl",
+    "generated_from_pin",
+    "PAIR_SCHEMA",
+    "UNPAIRED_SCHEMA",
+    "area_rng",
+    "pair_within_areas",
+    "EVIDENCE_SCHEMA",
+    "PERCENTILE_SCHEMA",
+    "POOL_EXCLUSION_SCHEMA",
+    "area_percentiles",
+    "norm_key",
+    "paper_evidence",
+    "select_pools",
+    "STRIP_CHECK_VERSION",
+    "StripFlag",
+    "check_results",
+    "strip_results",
+]

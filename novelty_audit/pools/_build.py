@@ -1,0 +1,172 @@
+"""The pools construction as one library call: select → strip → pair → generated pool → rule check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ..config import PoolsParams
+from ..errors import ConfigError
+from ..signals import ChatClient, check_file_pin
+from ._check import check_benchmark
+from ._generated import GENERATED_SCHEMA, generate_with_llm, generated_from_jsonl, generated_from_pin
+from ._pair import pair_within_areas
+from ._select import EVIDENCE_SCHEMA, paper_evidence, select_pools
+from ._strip import STRIP_CHECK_VERSION, check_results, strip_results
+
+__all__ = ["PoolsOutput", "build_pools", "POOL_SCHEMA", "FLAG_SCHEMA", "HUMAN_PAIRS", "GENERATED_PAIRS"]
+
+POOL_SCHEMA = {**EVIDENCE_SCHEMA, "pool": pl.String, "text": pl.String, "text_stripped": pl.Boolean}
+FLAG_SCHEMA = {"idea_id": pl.String, "pool": pl.String, "check": pl.String, "match": pl.String, "start": pl.Int32}
+HUMAN_PAIRS = "constructed-human-only"
+GENERATED_PAIRS = "constructed-human-plus-generated"
+
+
+@dataclass
+class PoolsOutput:
+    """Tables and reports of one pools run; `facts` are run facts (never hashed)."""
+
+    evidence: pl.DataFrame
+    pool: pl.DataFrame
+    exclusions: pl.DataFrame
+    percentiles: pl.DataFrame
+    pairs: pl.DataFrame
+    unpaired: pl.DataFrame
+    generated: pl.DataFrame
+    strip_flags: pl.DataFrame
+    rule_check: dict[str, Any]
+    summary: dict[str, Any]
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def _extractor_id(pp: PoolsParams, signal_scores: dict[str, Any]) -> str:
+    entry = (signal_scores.get("extractors") or {}).get(pp.extractor)
+    if not entry:
+        raise ConfigError(
+            f"pools.extractor is '{pp.extractor}', but the signals stage did not run it",
+            hint=f"add '{pp.extractor}' to signals.extractors, or pick one of {sorted(signal_scores.get('extractors') or {})}",
+        )
+    return entry["extractor"]
+
+
+def _flags(idea_id: str, pool: str, text: str) -> list[dict[str, Any]]:
+    return [{"idea_id": idea_id, "pool": pool, "check": f.check, "match": f.match, "start": f.start} for f in check_results(text)]
+
+
+def build_pools(
+    pp: PoolsParams,
+    *,
+    papers: pl.DataFrame,
+    reviews: pl.DataFrame,
+    snippets: pl.DataFrame,
+    signal_scores: dict[str, Any],
+    benchmark_ideas: dict[str, pl.DataFrame],
+    benchmark_pairs: dict[str, pl.DataFrame],
+    cache_root: Path,
+    root: Path = Path("."),
+) -> PoolsOutput:
+    """Build D+ / D- and the generated pool, pair them by seed, flag leftover results, check the benchmark."""
+    for ds in {*pp.check_datasets, *([pp.generated.dataset] if pp.generated.source == "pin" else [])}:
+        if ds not in benchmark_ideas:
+            raise ConfigError(f"pools: dataset '{ds}' is not among the pin stage's outputs {sorted(benchmark_ideas)}")
+    evidence = paper_evidence(papers, snippets, reviews, _extractor_id(pp, signal_scores))
+    members, exclusions, percentiles = select_pools(evidence, pp)
+
+    facts: dict[str, Any] = {}
+    strip_client = ChatClient(pp.strip.llm, cache_root, "pools.strip.llm") if pp.strip.llm.enabled else None
+    abstracts = dict(zip(papers["paper_id"].to_list(), papers["abstract"].to_list(), strict=True))
+    rows, flags = [], []
+    for m in members.sort("paper_id").iter_rows(named=True):
+        text = abstracts.get(m["paper_id"]) or ""
+        if strip_client is not None and text:
+            text = strip_results(strip_client, text)
+        rows.append({**m, "text": text, "text_stripped": strip_client is not None})
+        flags.extend(_flags(m["paper_id"], m["pool"], text))
+    pool = pl.DataFrame(rows, schema=POOL_SCHEMA)
+
+    gp = pp.generated
+    gen_client = None
+    if gp.source == "pin":
+        generated = generated_from_pin(benchmark_ideas[gp.dataset], gp.dataset, gp.max_words)
+    elif gp.source == "jsonl":
+        if gp.file is None:
+            raise ConfigError("pools.generated.source is jsonl but pools.generated.file is not set")
+        generated = generated_from_jsonl(check_file_pin("pools.generated.file", gp.file, root), gp.max_words)
+    elif gp.source == "llm":
+        if not gp.llm.enabled:
+            raise ConfigError("pools.generated.source is llm but pools.generated.llm.enabled is false")
+        gen_client = ChatClient(gp.llm, cache_root, "pools.generated.llm")
+        areas = pool.filter(pl.col("pool") == "D+")["area"].to_list()
+        generated = generate_with_llm(gen_client, areas, gp)
+    else:
+        generated = pl.DataFrame(schema=GENERATED_SCHEMA)
+    for g in generated.iter_rows(named=True):
+        flags.extend(_flags(g["idea_id"], "generated", g["text"]))
+
+    pos = [(r["paper_id"], r["area"]) for r in pool.filter(pl.col("pool") == "D+").iter_rows(named=True)]
+    neg = [(r["paper_id"], r["area"]) for r in pool.filter(pl.col("pool") == "D-").iter_rows(named=True)]
+    gen = [(r["idea_id"], r["area"]) for r in generated.iter_rows(named=True)]
+    h_pairs, h_unpaired = pair_within_areas(pos, neg, seed=pp.seed, dataset=HUMAN_PAIRS)
+    g_pairs, g_unpaired = pair_within_areas(pos, gen, seed=pp.seed, dataset=GENERATED_PAIRS)
+    pairs = pl.concat([h_pairs, g_pairs]).sort("dataset", "pair_id")
+    unpaired = pl.concat([h_unpaired, g_unpaired]).sort("dataset", "idea_id")
+
+    checks = {ds: check_benchmark(benchmark_ideas[ds], benchmark_pairs[ds], pp) for ds in sorted(pp.check_datasets)}
+    strip_flags = pl.DataFrame(flags, schema=FLAG_SCHEMA).sort("pool", "idea_id", "start", "check")
+    flagged_pool = strip_flags.filter(pl.col("pool") != "generated")["idea_id"].n_unique()
+    flagged_gen = strip_flags.filter(pl.col("pool") == "generated")["idea_id"].n_unique()
+    rule_check = {
+        "rules": pp.model_dump(mode="json", include={"percentile", "positive", "negative", "drop_areas", "title_blocklist"}),
+        "notes": [
+            "Benchmark signals are pooled sentences: signal-present / signal-opposite read sentence counts, which equal "
+            "'at least one review' / 'no review' exactly for min_reviews_with_signal 1 and max_reviews_with_opposite 0.",
+        ],
+        "datasets": checks,
+        "constructed_pools": {
+            "strip_check": STRIP_CHECK_VERSION,
+            "texts_stripped_by_llm": strip_client is not None,
+            "flagged_pool_items": flagged_pool,
+            "flagged_generated_items": flagged_gen,
+            "flagged": [
+                {"idea_id": iid, "pool": grp["pool"][0], "flags": grp.select("check", "match").to_dicts()}
+                for (iid,), grp in sorted(strip_flags.group_by("idea_id"), key=lambda t: t[0][0])
+            ],
+        },
+    }
+    summary = {
+        "papers": evidence.height,
+        "d_plus": pool.filter(pl.col("pool") == "D+").height,
+        "d_minus": pool.filter(pl.col("pool") == "D-").height,
+        "excluded_papers": exclusions["paper_id"].n_unique(),
+        "generated": generated.height,
+        "pairs_human": h_pairs.height,
+        "pairs_generated": g_pairs.height,
+        "negatives_reused": int(h_pairs["negative_reused"].sum() or 0),
+        "unpaired_positive": unpaired.height,
+        "flagged_pool_items": flagged_pool,
+        "flagged_generated_items": flagged_gen,
+        "benchmark_check": {
+            ds: {"ideas_violating": c["ideas_violating"], "violations": len(c["violations"]), "pair_violations": len(c["pair_violations"]),
+                 "flagged_texts": c["strip_check"]["flagged_ideas"], "not_checkable_rules": len(c["not_checkable"])}
+            for ds, c in checks.items()
+        },
+    }
+    for name, client in (("strip", strip_client), ("generate", gen_client)):
+        if client is not None:
+            facts.update({f"{name}_llm_calls": client.stats.calls, f"{name}_llm_cache_hits": client.stats.cache_hits})
+    return PoolsOutput(
+        evidence=evidence,
+        pool=pool,
+        exclusions=exclusions,
+        percentiles=percentiles,
+        pairs=pairs,
+        unpaired=unpaired,
+        generated=generated,
+        strip_flags=strip_flags,
+        rule_check=rule_check,
+        summary=summary,
+        facts=facts,
+    )

@@ -1,0 +1,188 @@
+"""A cached OpenAI-compatible chat call, and the LLM signal extractor built on it.
+
+The cache is the judges' call cache (`novelty_audit.judges.CallCache`, same directory
+`<store root>/cache/calls`, same key: backend, model, output-affecting settings, exact prompt
+bytes, replicate index), so one cache authority holds every model answer the project paid for.
+The judges' API engine is built around votes on pairs; a signal extraction is one plain chat
+completion, so the request itself is sent here through the `openai` SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..config import LLMSpec
+from ..artifacts import canonical_bytes, digest_bytes
+from ..errors import ConfigError, NoveltyAuditError
+
+__all__ = ["ChatClient", "CallStats", "load_text_prompt", "LLMExtraction", "llm_extract", "parse_json_answer"]
+
+
+def load_text_prompt(name: str) -> str:
+    """A prompt file shipped in novelty_audit/prompts/ (its bytes enter every call key)."""
+    try:
+        return resources.files("novelty_audit").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"prompt novelty_audit/prompts/{name}.txt not found") from None
+
+
+@dataclass
+class CallStats:
+    """Run facts of one client (go to the run log, never into outputs)."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass
+class ChatClient:
+    """One model behind an OpenAI-compatible endpoint, answers cached by content."""
+
+    spec: LLMSpec
+    cache_root: Path
+    purpose: str
+    """What the client is for (named in errors), e.g. 'signals.llm'."""
+    stats: CallStats = field(default_factory=CallStats)
+    _client: Any = None
+
+    def sampling(self) -> dict[str, Any]:
+        return {"temperature": self.spec.temperature, "max_tokens": self.spec.max_tokens}
+
+    def key(self, messages: list[dict[str, str]], replicate: int = 0) -> str:
+        from ..judges import call_key
+
+        return call_key(
+            backend=self.spec.backend,
+            model=self.spec.model,
+            sampling=self.sampling(),
+            prompt_bytes=canonical_bytes(messages),
+            vote_index=replicate,
+        )
+
+    def complete(self, messages: list[dict[str, str]], *, replicate: int = 0) -> str:
+        """The answer text, from the cache when this exact call was answered before.
+
+        `replicate` tells apart repeated samples of one prompt (it is the cache key's vote index)."""
+        from ..judges import CallCache
+
+        cache = CallCache(self.cache_root)
+        key = self.key(messages, replicate)
+        hit = cache.get(key)
+        if hit is not None and isinstance(hit.get("text"), str):
+            self.stats.cache_hits += 1
+            return hit["text"]
+        text, usage = self._send(messages)
+        self.stats.calls += 1
+        self.stats.input_tokens += usage.get("input_tokens", 0)
+        self.stats.output_tokens += usage.get("output_tokens", 0)
+        cache.put(key, {"text": text, "model": self.spec.model, "backend": self.spec.backend, "prompt_sha256": digest_bytes(canonical_bytes(messages)), **usage})
+        return text
+
+    def _send(self, messages: list[dict[str, str]]) -> tuple[str, dict[str, int]]:
+        import openai
+
+        if self._client is None:
+            key = os.environ.get(self.spec.api_key_env) if self.spec.api_key_env else None
+            if not key and self.spec.base_url is None:
+                raise ConfigError(
+                    f"{self.purpose}: environment variable {self.spec.api_key_env} is not set",
+                    hint=f"export {self.spec.api_key_env}=… (keys are read from the environment only), or set {self.purpose}.enabled: false",
+                )
+            self._client = openai.OpenAI(
+                api_key=key or "no-key", base_url=self.spec.base_url, timeout=self.spec.timeout_s, max_retries=self.spec.max_retries
+            )
+        try:
+            resp = self._client.chat.completions.create(
+                model=self.spec.model,
+                messages=messages,
+                temperature=self.spec.temperature,
+                max_tokens=self.spec.max_tokens,
+            )
+        except openai.AuthenticationError:
+            raise ConfigError(f"{self.purpose}: the endpoint rejected the key from {self.spec.api_key_env}") from None
+        except openai.APIError as exc:
+            raise NoveltyAuditError(
+                f"{self.purpose}: the call to model '{self.spec.model}' failed ({type(exc).__name__}: {exc})",
+                hint="answered calls are cached; rerun to resume",
+            ) from None
+        if not resp.choices or resp.choices[0].message.content is None:
+            raise NoveltyAuditError(f"{self.purpose}: model '{self.spec.model}' returned no text")
+        usage = resp.usage
+        return resp.choices[0].message.content, {
+            "input_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+            "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+        }
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.S)
+
+
+def parse_json_answer(text: str) -> Any:
+    """The JSON object in an answer (code fences and text around the outermost braces tolerated)."""
+    body = _FENCE.sub("", text.strip())
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError:
+        a, b = body.find("{"), body.rfind("}")
+        if a >= 0 and b > a:
+            try:
+                return json.loads(body[a : b + 1])
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+@dataclass(frozen=True)
+class LLMExtraction:
+    """What the model returned for one review, after the verbatim check."""
+
+    accepted: list[tuple[str, str, str, int]]
+    """(polarity, snippet, section, start): snippets found verbatim in a scanned section."""
+    rejected: list[tuple[str, str, str]]
+    """(polarity, snippet, reason): not verbatim, empty, or not a string; or the whole answer unparseable."""
+
+
+PROMPT_NAME = "signals-extract-v1"
+
+
+def llm_extract(client: ChatClient, sections: dict[str, str], *, prompt: str | None = None) -> LLMExtraction:
+    """Ask the model for originality signals in `sections` and keep only verbatim snippets."""
+    template = prompt if prompt is not None else load_text_prompt(PROMPT_NAME)
+    review = "\n\n".join(f"## {name.capitalize()}\n{text}" for name, text in sections.items() if text)
+    messages = [{"role": "user", "content": template.replace("{review}", review)}]
+    answer = parse_json_answer(client.complete(messages))
+    if not isinstance(answer, dict):
+        return LLMExtraction([], [("", "", "answer is not a JSON object")])
+    accepted: list[tuple[str, str, str, int]] = []
+    rejected: list[tuple[str, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for polarity in ("positive", "negative"):
+        items = answer.get(polarity, [])
+        if not isinstance(items, list):
+            rejected.append((polarity, repr(items)[:200], f"'{polarity}' is not a list"))
+            continue
+        for item in items:
+            if not isinstance(item, str):
+                rejected.append((polarity, repr(item)[:200], "not a string"))
+                continue
+            snippet = item.strip()
+            if not snippet:
+                rejected.append((polarity, item, "empty"))
+                continue
+            where = next(((name, text.find(snippet)) for name, text in sections.items() if snippet in text), None)
+            if where is None:
+                rejected.append((polarity, snippet, "not verbatim in the review"))
+                continue
+            if (polarity, snippet) in seen:
+                continue
+            seen.add((polarity, snippet))
+            accepted.append((polarity, snippet, where[0], where[1]))
+    return LLMExtraction(accepted, rejected)

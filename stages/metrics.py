@@ -1,0 +1,102 @@
+"""metrics: every registered metric per (dataset, judge), judge comparisons and prompt sensitivity.
+
+dvc.yaml: `metrics`; params.yaml: `metrics:`; outputs: artifacts/metrics/{metrics.json, metrics.parquet,
+pairs.parquet, comparisons.parquet, flip_matrix.parquet, prompt_sensitivity.parquet, definitions.json}.
+
+`metrics.json` is also published to `params.metrics.report` (reports/metrics.json, declared under
+`metrics:` in dvc.yaml with cache: false) so `dvc metrics show/diff` read it. The path comes from
+params because `run`'s signature is shared by every stage; the copy is byte-identical to the
+manifested artifact and is rewritten on reuse too, so it always matches the current outputs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from novelty_audit.artifacts import (
+    StageInput,
+    StageManifest,
+    StageResult,
+    Store,
+    atomic_write_bytes,
+    execute_stage,
+    write_json,
+    write_table,
+)
+from novelty_audit.errors import ManifestMismatchError
+from novelty_audit.metrics import compute_metrics
+from novelty_audit.params import Params, section_payload
+
+UPSTREAM: tuple[str, ...] = ("judge",)
+KEYS: dict[str, list[str] | None] = {
+    "metrics.json": None,
+    "definitions.json": None,
+    "metrics.parquet": ["dataset", "judge", "metric"],
+    "pairs.parquet": ["dataset", "judge", "pair_id"],
+    "comparisons.parquet": ["dataset", "judge_a", "judge_b"],
+    "flip_matrix.parquet": ["dataset", "judge_a", "judge_b"],
+    "prompt_sensitivity.parquet": ["dataset", "backbone"],
+}
+
+
+def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None, force: bool = False) -> StageManifest:
+    """Compute the metrics of the judge stage's verdict tables into `out_dir`, then publish metrics.json."""
+    judge_dir = Path((inputs or {}).get("judge", Path(params.store.artifacts) / "judge"))
+    verdicts_path = judge_dir / "verdicts.parquet"
+    if not verdicts_path.exists():
+        raise ManifestMismatchError(
+            f"{verdicts_path}: not found; the metrics stage reads the judge stage's verdicts",
+            hint="run the judge stage first (novelty-audit stage judge, or dvc repro judge)",
+        )
+    optional = [judge_dir / n for n in ("pointwise.parquet", "judges.parquet")]
+    files = [verdicts_path] + [p for p in optional if p.exists()]
+
+    def compute(tmp: Path) -> StageResult:
+        def maybe(name: str) -> pl.DataFrame | None:
+            p = judge_dir / name
+            return pl.read_parquet(p) if p.exists() else None
+
+        tables = compute_metrics(pl.read_parquet(verdicts_path), maybe("pointwise.parquet"), maybe("judges.parquet"), params.metrics)
+        write_json(tmp / "metrics.json", tables.as_json())
+        write_json(tmp / "definitions.json", tables.definitions)
+        for name, df in (
+            ("metrics", tables.metrics),
+            ("pairs", tables.pairs),
+            ("comparisons", tables.comparisons),
+            ("flip_matrix", tables.flip_matrix),
+            ("prompt_sensitivity", tables.prompt_sensitivity),
+        ):
+            write_table(tmp / f"{name}.parquet", df.sort(KEYS[f"{name}.parquet"]))
+        summary = {
+            ds: {
+                "judges": tables.metrics.filter(pl.col("dataset") == ds)["judge"].n_unique(),
+                "comparisons": tables.comparisons.filter(pl.col("dataset") == ds).height,
+                "prompt_groups": tables.prompt_sensitivity.filter(pl.col("dataset") == ds).height,
+            }
+            for ds in sorted(tables.metrics["dataset"].unique().to_list())
+        }
+        return StageResult(outputs=dict(KEYS), summary=summary)
+
+    manifest = execute_stage(
+        "metrics",
+        code_root="stages.metrics",
+        params=section_payload(params, "metrics"),
+        inputs=[StageInput(p, key=k) for p, k in zip(files, _keys(files))],
+        out_dir=out_dir,
+        store=Store(params.store.root),
+        compute=compute,
+        force=force,
+    )
+    atomic_write_bytes(params.metrics.report, (Path(out_dir) / "metrics.json").read_bytes())
+    return manifest
+
+
+def _keys(files: list[Path]) -> list[list[str] | None]:
+    by_name = {
+        "verdicts.parquet": ["dataset", "judge", "pair_id"],
+        "pointwise.parquet": ["dataset", "judge", "idea_id"],
+        "judges.parquet": ["judge"],
+    }
+    return [by_name.get(p.name) for p in files]

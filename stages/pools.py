@@ -1,0 +1,97 @@
+"""pools: D+ / D- selection with recorded exclusions, seeded pairing, the generated pool, result
+stripping, and the rule check of the embedded benchmark.
+
+dvc.yaml: `pools`; params.yaml: `pools:`; outputs: artifacts/pools/{evidence,pool,exclusions,percentiles,
+pairs,unpaired,generated,strip_flags}.parquet, rule_check.json and summary.json, published to
+`pools.rule_check_report` and `pools.summary_report`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from novelty_audit.artifacts import (
+    StageInput,
+    StageManifest,
+    StageResult,
+    Store,
+    atomic_write_bytes,
+    execute_stage,
+    read_json,
+    read_table,
+    write_json,
+    write_table,
+)
+from novelty_audit.errors import BadInputError
+from novelty_audit.params import Params, section_payload
+from novelty_audit.pools import build_pools
+
+UPSTREAM: tuple[str, ...] = ("pin", "signals")
+TABLES = {
+    "evidence.parquet": ["paper_id"],
+    "pool.parquet": ["paper_id"],
+    "exclusions.parquet": None,
+    "percentiles.parquet": ["area"],
+    "pairs.parquet": ["dataset", "pair_id"],
+    "unpaired.parquet": None,
+    "generated.parquet": ["idea_id"],
+    "strip_flags.parquet": None,
+}
+
+
+def _need(path: Path, stage: str) -> Path:
+    if not path.exists():
+        raise BadInputError(f"pools: {path} not found", hint=f"run the {stage} stage first (dvc repro {stage})")
+    return path
+
+
+def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None, force: bool = False) -> StageManifest:
+    """Build the pools from the signals stage's papers and snippets and check the pinned benchmark."""
+    pp = params.pools
+    inputs = inputs or {}
+    pin_dir = Path(inputs.get("pin") or Path(params.store.artifacts) / "pin")
+    sig_dir = Path(inputs.get("signals") or Path(params.store.artifacts) / "signals")
+    datasets = sorted({*pp.check_datasets, *([pp.generated.dataset] if pp.generated.source == "pin" else [])})
+    sig_files = {n: _need(sig_dir / n, "signals") for n in ("papers.parquet", "reviews.parquet", "snippets.parquet", "scores.json")}
+    pin_files = {(ds, t): _need(pin_dir / ds / f"{t}.parquet", "pin") for ds in datasets for t in ("ideas", "pairs")}
+    stage_inputs = [
+        StageInput(sig_files["papers.parquet"], key=["paper_id"]),
+        StageInput(sig_files["reviews.parquet"], key=["review_id"]),
+        StageInput(sig_files["snippets.parquet"], key=["snippet_id"]),
+        StageInput(sig_files["scores.json"]),
+        *(StageInput(p, key=["idea_id" if t == "ideas" else "pair_id"]) for (ds, t), p in sorted(pin_files.items())),
+    ]
+    if pp.generated.source == "jsonl" and pp.generated.file is not None:
+        stage_inputs.append(StageInput(Path(pp.generated.file.path)))
+
+    def compute(tmp: Path) -> StageResult:
+        out = build_pools(
+            pp,
+            papers=read_table(sig_files["papers.parquet"]),
+            reviews=read_table(sig_files["reviews.parquet"]),
+            snippets=read_table(sig_files["snippets.parquet"]),
+            signal_scores=read_json(sig_files["scores.json"]),
+            benchmark_ideas={ds: read_table(pin_files[(ds, "ideas")]) for ds in datasets},
+            benchmark_pairs={ds: read_table(pin_files[(ds, "pairs")]) for ds in datasets},
+            cache_root=Path(params.store.root) / "cache" / "calls",
+        )
+        for name in TABLES:
+            write_table(tmp / name, getattr(out, name.removesuffix(".parquet")))
+        write_json(tmp / "rule_check.json", out.rule_check)
+        write_json(tmp / "summary.json", out.summary)
+        return StageResult(outputs={**TABLES, "rule_check.json": None, "summary.json": None}, summary=out.summary, facts=out.facts)
+
+    manifest = execute_stage(
+        "pools",
+        code_root="stages.pools",
+        params=section_payload(params, "pools"),
+        inputs=stage_inputs,
+        out_dir=out_dir,
+        store=Store(params.store.root),
+        compute=compute,
+        force=force,
+    )
+    # Published on every run (also when reused), so reports/ always matches these outputs.
+    atomic_write_bytes(pp.rule_check_report, (Path(out_dir) / "rule_check.json").read_bytes())
+    atomic_write_bytes(pp.summary_report, (Path(out_dir) / "summary.json").read_bytes())
+    return manifest

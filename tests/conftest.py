@@ -1,0 +1,24 @@
+"""Shared fixtures: a throw-away project directory, so no test writes into the repository."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "data" / "novelty-judge-bench"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of params.yaml, dvc.yaml and the pinned benchmark in a temp dir, made the cwd."""
+    for name in ("params.yaml", "dvc.yaml"):
+        shutil.copy(REPO / name, tmp_path / name)
+    shutil.copytree(BENCH, tmp_path / "data" / "novelty-judge-bench")
+    for p in (tmp_path / "data").rglob("*"):
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

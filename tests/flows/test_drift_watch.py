@@ -1,0 +1,122 @@
+"""The drift watch re-asks API judges on the canary with the call cache bypassed and tells
+nondeterminism (`spurious`) from a moved provider snapshot (`provider`), without touching the main
+pipeline's artifacts, ledger or call cache."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from pathlib import Path
+
+import pytest
+import yaml
+from mock_llm import MockLLM
+
+from novelty_audit.artifacts import Store, load_manifest
+from novelty_audit.pipeline import run_stage
+
+
+def _tree_digest(root: Path) -> dict[str, str]:
+    if not root.exists():
+        return {}
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def scripted():
+    """A mock OpenAI-compatible server whose pairwise answer ("A" or "B") and reported model id the test sets."""
+    state = {"choice": "A"}
+
+    def answer(body, nth):
+        return f'Brief reasoning.\n{{"answer": "{state["choice"]}"}}'
+
+    with MockLLM(answer=answer) as mock:
+        mock.state = state
+        yield mock
+
+
+@pytest.fixture
+def drift_project(project_copy: Path, scripted: MockLLM) -> Path:
+    """The project with one API judge pointed at the mock server, a 4-pair canary, and the pin stage run."""
+    raw = yaml.safe_load((project_copy / "params.yaml").read_text())
+    raw["judge"]["judges"]["mock-gpt"] = {
+        "backend": "openai",
+        "enabled": False,  # like the shipped API judges: the canary list turns it on for the watch
+        "args": {"model": "gpt-x", "base_url": scripted.base_url, "api_key_env": None, "votes": 1, "orders": "forward"},
+    }
+    raw["judge"].setdefault("prices", {})["gpt-x"] = {"input_per_mtok": 0.15, "output_per_mtok": 0.6}
+    raw["flows"] = {**(raw.get("flows") or {}), "canary": {"size": 4, "seed": 7, "judges": ["mock-gpt"]}}
+    (project_copy / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    with contextlib.chdir(project_copy):
+        run_stage("pin")
+    return project_copy
+
+
+def _artifact(key: str):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])), limit=1, sort="CREATED_DESC")
+    assert found, f"no artifact {key}"
+    return found[0]
+
+
+@pytest.mark.slow
+def test_drift_watch_reports_spurious_provider_and_config_changes(prefect_api, drift_project, scripted):
+    from flows.drift import drift_watch
+
+    main_artifacts = _tree_digest(drift_project / "artifacts")
+    main_ledger = Store(drift_project / ".novelty-audit").runs()
+
+    first = drift_watch(project_dir=str(drift_project))
+    assert first["baseline"] and first["changes"] == []
+    canary = load_manifest(drift_project / ".novelty-audit" / "drift" / "artifacts" / "pin")
+    n = sum(canary.summary["pairs"].values())
+    assert n == 8  # 4 pairs from each of the two datasets
+    asked = scripted.count
+    assert asked > 0
+
+    # Same model id, different answers: nondeterminism.
+    scripted.state["choice"] = "B"
+    second = drift_watch(project_dir=str(drift_project))
+    assert scripted.count > asked, "the call cache must be bypassed"
+    assert second["summary"]["spurious"] == n
+    assert {c["cause"] for c in second["changes"]} == {"spurious"}
+    assert not second["baseline"]
+
+    # The provider moved its snapshot and the answers changed with it.
+    scripted.reported_model = "gpt-x-2026-11-01"
+    scripted.state["choice"] = "A"
+    third = drift_watch(project_dir=str(drift_project))
+    assert third["summary"]["provider"] == n and {c["cause"] for c in third["changes"]} == {"provider"}
+    moved = {(d["before"], d["after"]) for c in third["changes"] for d in c["inputs"] if d["name"] == "provider_model"}
+    assert moved == {("mock-gpt-x", "gpt-x-2026-11-01")}
+
+    # Published: a summary and a table of the changes of the latest check.
+    assert "provider | 8" in _artifact("drift-summary").data
+    table = _artifact("drift-changes").data
+    assert table.count('"provider"') == n
+
+    # The user edits how the judge is asked: a config change, naming the knob.
+    raw = yaml.safe_load((drift_project / "params.yaml").read_text())
+    raw["judge"]["judges"]["mock-gpt"]["args"]["prompt"] = "p3-v1"
+    (drift_project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    scripted.state["choice"] = "B"
+    fourth = drift_watch(project_dir=str(drift_project))
+    assert fourth["summary"]["config"] == n and {c["cause"] for c in fourth["changes"]} == {"config"}
+    assert all(any(k["name"] == "prompt" for k in c["knobs"]) for c in fourth["changes"])
+
+    # The main pipeline's outputs and ledger are untouched; the drift store has its own ledger.
+    assert _tree_digest(drift_project / "artifacts") == main_artifacts
+    assert Store(drift_project / ".novelty-audit").runs() == main_ledger
+    assert len(Store(drift_project / ".novelty-audit" / "drift").runs()) == 4
+    assert not (drift_project / ".novelty-audit" / "cache" / "calls").exists()
+
+
+def test_drift_watch_without_an_api_judge_says_how_to_configure_one(prefect_api, project_copy):
+    from flows.drift import drift_watch
+    from novelty_audit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="no enabled API judge"):
+        drift_watch(project_dir=str(project_copy))

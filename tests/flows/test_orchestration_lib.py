@@ -1,0 +1,84 @@
+"""Library parts the flows call: canary draws, drift params and paths, run summaries from run-log facts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from novelty_audit.errors import ConfigError
+from novelty_audit.orchestration import (
+    StageOutcome,
+    drift_judges,
+    drift_params,
+    drift_paths,
+    select_canary,
+    summarize_run,
+)
+from novelty_audit.params import load_params
+
+
+def test_the_canary_draw_depends_on_seed_size_and_dataset_not_on_row_order():
+    ids = [f"p-{i:04d}" for i in range(50)]
+    a = select_canary(ids, 10, seed=3, dataset="human-only")
+    assert a == select_canary(list(reversed(ids)), 10, seed=3, dataset="human-only")
+    assert len(a) == 10 and set(a) <= set(ids) and a == sorted(a)
+    assert a != select_canary(ids, 10, seed=4, dataset="human-only")
+    assert a != select_canary(ids, 10, seed=3, dataset="human-plus-generated")
+    assert select_canary(ids[:5], 10, seed=3, dataset="x") == ids[:5]  # fewer pairs than the size: all of them
+
+
+def test_duplicate_pair_ids_are_refused():
+    with pytest.raises(ConfigError, match="not unique"):
+        select_canary(["p-1", "p-1"], 1, seed=0, dataset="d")
+
+
+def _params(tmp_path: Path, judges: dict, canary: dict | None = None):
+    import yaml
+
+    raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())
+    raw["judge"]["judges"] = judges
+    raw["flows"] = {**(raw.get("flows") or {}), "canary": canary or {}}
+    p = tmp_path / "params.yaml"
+    p.write_text(yaml.safe_dump(raw))
+    return load_params(p)
+
+
+API = {"backend": "openai", "args": {"model": "m", "api_key_env": None}}
+
+
+def test_the_drift_watch_picks_enabled_api_judges_or_the_listed_ones(tmp_path):
+    p = _params(tmp_path, {"first": {"backend": "always-first"}, "on": API, "off": {**API, "enabled": False}})
+    assert drift_judges(p) == ["on"]
+    listed = _params(tmp_path, {"off": {**API, "enabled": False}}, {"judges": ["off"]})
+    assert drift_judges(listed) == ["off"]
+    with pytest.raises(ConfigError, match="unknown judge"):
+        drift_judges(_params(tmp_path, {"off": API}, {"judges": ["of"]}))
+
+
+def test_drift_params_refresh_only_the_chosen_judges_inside_the_drift_store(tmp_path):
+    p = _params(tmp_path, {"first": {"backend": "always-first"}, "off": {**API, "enabled": False}})
+    d = drift_params(p, ["off"], ["human-only"])
+    assert list(d.judge.judges) == ["off"] and d.judge.judges["off"].enabled and d.judge.refresh
+    assert d.judge.tasks == ["pairwise"] and d.judge.datasets == ["human-only"]
+    assert Path(d.store.root) == drift_paths(p).root == Path(p.store.root) / "drift"
+    assert Path(d.store.artifacts) == drift_paths(p).artifacts
+    assert d.judge.judges["off"].args == p.judge.judges["off"].args and d.judge.prices == p.judge.prices
+
+
+def test_a_run_summary_counts_actions_calls_cache_hits_and_cost_from_run_facts():
+    judge_facts = [{"stage": "judge", "action": "computed", "identity": "ab" * 32,
+                    "gpt": {"calls": 3, "cache_hits": 5, "cost_usd": 0.25}, "claude": {"calls": 1, "cache_hits": 0, "cost_usd": 0.5}}]  # fmt: skip
+    s = summarize_run([
+        StageOutcome.from_facts("pin", [{"stage": "pin", "action": "reused", "identity": "cd" * 32}], 0.1),
+        StageOutcome.from_facts("judge", judge_facts, 2.0),
+        StageOutcome(stage="metrics", action="failed", error="boom"),
+    ])  # fmt: skip
+    assert s.totals() == {
+        "stages": 3, "computed": 1, "restored": 0, "reused": 1, "failed": 1,
+        "calls": 4, "cache_hits": 5, "cost_usd": 0.75, "seconds": 2.1,
+    }  # fmt: skip
+    assert s.stages[0].skipped and not s.stages[1].skipped
+    md = s.markdown("t")
+    assert "1 reused (identity unchanged)" in md and "**metrics failed**: boom" in md
+    assert [r["stage"] for r in s.rows()] == ["pin", "judge", "metrics"]

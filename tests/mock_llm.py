@@ -1,0 +1,248 @@
+"""A scripted OpenAI-compatible (and Anthropic Messages) server on 127.0.0.1, for tests and benchmarks only.
+
+It answers `POST /v1/chat/completions` and `POST /v1/messages` with a verdict chosen by `answer`
+(default: always "A"), after `latency` seconds. Faults are scripted by rules that match the prompt text:
+
+    mock.add_rule("FAIL500", "500")                    # every matching request → HTTP 500
+    mock.add_rule("SLOW", "429", times=1, retry_after=0.05)   # first request per distinct body → 429
+    mock.add_rule("JUNK", "malformed")                 # a completion with no readable verdict
+    mock.add_rule("NOPE", "refusal")                   # message.refusal set (anthropic: stop_reason refusal)
+    mock.add_rule("HANG", "timeout", hang_s=2.0)       # answers after the client has given up
+
+Every request is recorded (path, headers, JSON body). Run standalone for benchmarks (its own process,
+so it does not share the client's interpreter lock):
+
+    python tests/mock_llm.py --port 8765 --latency 0.1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+import orjson
+from aiohttp import web
+
+__all__ = ["MockLLM", "Rule", "free_port"]
+
+FAULTS = ("429", "500", "timeout", "malformed", "refusal", "refusal_text", "bad_body")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Rule:
+    match: str
+    fault: str
+    times: int | None = None
+    """Apply only to the first `times` requests of each distinct request body; None: always."""
+    retry_after: float | None = None
+    hang_s: float = 5.0
+    seen: Counter = field(default_factory=Counter)
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def _prompt_text(body: dict[str, Any]) -> str:
+    parts = [body.get("system") or ""]
+    for m in body.get("messages", []):
+        c = m.get("content")
+        parts.append(c if isinstance(c, str) else orjson.dumps(c).decode())
+    return "\n".join(parts)
+
+
+def default_answer(body: dict[str, Any], nth: int) -> str:
+    """Pairwise: pick A. Pointwise: say yes."""
+    text = _prompt_text(body)
+    if '"answer": "yes"' in text:
+        return 'The idea is a plain combination.\n{"answer": "yes"}'
+    return 'Idea A introduces a new evaluation resource.\n{"answer": "A"}'
+
+
+class MockLLM:
+    """Start with `with MockLLM(latency=0.01) as mock:`; `mock.base_url` is the OpenAI-style /v1 root."""
+
+    def __init__(self, latency: float = 0.0, answer: Callable[[dict[str, Any], int], str] = default_answer, port: int | None = None):
+        self.latency = latency
+        self.answer = answer
+        self.port = port or free_port()
+        self.rules: list[Rule] = []
+        self.requests: list[Recorded] = []
+        self.body_seen: Counter = Counter()
+        self.inflight = 0
+        self.max_inflight = 0
+        """Most requests the server held at once (checks a client's concurrency bound)."""
+        self.reported_model: str | None = None
+        """The model id responses report (provider-side snapshot); None: `mock-<requested model>`."""
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def count(self) -> int:
+        return len(self.requests)
+
+    def add_rule(self, match: str, fault: str, *, times: int | None = None, retry_after: float | None = None, hang_s: float = 5.0) -> None:
+        if fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; known: {FAULTS}")
+        self.rules.append(Rule(match, fault, times, retry_after, hang_s))
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.body_seen.clear()
+            self.rules.clear()
+            self.max_inflight = 0
+
+    # -- server -----------------------------------------------------------------------------------
+    def _fault_for(self, text: str, key: bytes) -> Rule | None:
+        with self._lock:
+            for rule in self.rules:
+                if rule.match in text:
+                    if rule.times is None:
+                        return rule
+                    if rule.seen[key] < rule.times:
+                        rule.seen[key] += 1
+                        return rule
+        return None
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        with self._lock:
+            self.inflight += 1
+            self.max_inflight = max(self.max_inflight, self.inflight)
+        try:
+            return await self._respond(request)
+        finally:
+            with self._lock:
+                self.inflight -= 1
+
+    async def _respond(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        body = orjson.loads(raw)
+        anthropic = request.path.endswith("/messages")
+        with self._lock:
+            self.requests.append(Recorded(request.path, {k.lower(): v for k, v in request.headers.items()}, body))
+            key = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+            nth = self.body_seen[key]
+            self.body_seen[key] += 1
+        text = _prompt_text(body)
+        rule = self._fault_for(text, key)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        fault = rule.fault if rule else None
+        if fault == "429":
+            headers = {"retry-after": str(rule.retry_after)} if rule.retry_after is not None else {}
+            return web.json_response({"error": {"message": "rate limited", "type": "rate_limit_error"}}, status=429, headers=headers)
+        if fault == "500":
+            return web.json_response({"error": {"message": "server exploded", "type": "server_error"}}, status=500)
+        if fault == "timeout":
+            await asyncio.sleep(rule.hang_s)
+        if fault == "bad_body":
+            return web.Response(body=b"{not json", content_type="application/json")
+        refused = fault == "refusal"
+        if fault == "malformed":
+            content = 'I think A is better. {"answer": A,, '
+        elif fault == "refusal_text":
+            content = "I cannot help with evaluating these ideas."
+        elif refused:
+            content = None
+        else:
+            content = self.answer(body, nth)
+        model = self.reported_model or f"mock-{body.get('model')}"
+        n_in = max(1, len(text) // 4)
+        n_out = max(1, len(content or "") // 4)
+        if anthropic:
+            blocks = [] if content is None else [{"type": "text", "text": content}]
+            return web.json_response(
+                {
+                    "id": f"msg_{len(self.requests)}", "type": "message", "role": "assistant", "model": model,
+                    "content": blocks, "stop_reason": "refusal" if refused else "end_turn", "stop_sequence": None,
+                    "usage": {"input_tokens": n_in, "output_tokens": n_out},
+                }
+            )  # fmt: skip
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if refused:
+            message["refusal"] = "I can't help with that request."
+        return web.json_response(
+            {
+                "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0, "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
+                "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
+            }
+        )  # fmt: skip
+
+    def _app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/v1/messages", self._handle)
+        return app
+
+    def start(self) -> MockLLM:
+        ready = threading.Event()
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            self._runner = web.AppRunner(self._app(), shutdown_timeout=0.1, handle_signals=False, access_log=None)
+            loop.run_until_complete(self._runner.setup())
+            loop.run_until_complete(web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024).start())
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="mock-llm", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("mock LLM server did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--latency", type=float, default=0.1)
+    a = ap.parse_args()
+    mock = MockLLM(latency=a.latency, port=a.port)
+    web.run_app(mock._app(), host="127.0.0.1", port=a.port, print=None, backlog=1024, access_log=None)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""The metrics stage: reads the judge stage's tables, writes the metrics artifact and publishes metrics.json."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+import yaml
+
+from novelty_audit.artifacts import load_manifest, write_table
+from novelty_audit.errors import ManifestMismatchError
+from novelty_audit.pipeline import run_stage
+
+VERDICT_SCHEMA = {
+    "dataset": pl.String, "judge": pl.String, "pair_id": pl.String, "idea_0": pl.String, "idea_1": pl.String,
+    "gold_idea_id": pl.String, "verdict": pl.String, "verdict_forward": pl.String, "verdict_reverse": pl.String,
+    "votes_forward": pl.List(pl.String), "votes_reverse": pl.List(pl.String), "n_valid": pl.Int64,
+    "n_invalid": pl.Int64, "n_refusal": pl.Int64, "n_error": pl.Int64, "cost_usd": pl.Float64, "latency_s": pl.Float64,
+}
+OUTPUTS = {
+    "metrics.json", "definitions.json", "metrics.parquet", "pairs.parquet", "comparisons.parquet",
+    "flip_matrix.parquet", "prompt_sensitivity.parquet",
+}
+
+
+def verdict_rows(dataset: str, judge: str, picks: list[str]) -> list[dict]:
+    """picks: per pair 'g' (gold), 'o' (other idea), 'tie' or 'none'; gold is idea_1 on odd pairs."""
+    rows = []
+    for i, pick in enumerate(picks):
+        a, b = f"i-{i:02d}a", f"i-{i:02d}b"
+        gold = b if i % 2 else a
+        verdict = {"g": gold, "o": a if gold == b else b}.get(pick, pick)
+        rows.append({
+            "dataset": dataset, "judge": judge, "pair_id": f"p-{i:02d}", "idea_0": a, "idea_1": b, "gold_idea_id": gold,
+            "verdict": verdict, "verdict_forward": verdict, "verdict_reverse": None,
+            "votes_forward": [verdict if verdict not in ("none",) else "invalid"], "votes_reverse": None,
+            "n_valid": int(verdict != "none"), "n_invalid": int(verdict == "none"), "n_refusal": 0, "n_error": 0,
+            "cost_usd": 0.001, "latency_s": 0.5,
+        })
+    return rows
+
+
+@pytest.fixture
+def judged(project: Path) -> Path:
+    """A project whose artifacts/judge holds synthetic verdicts of two judges on one dataset."""
+    rows = verdict_rows("human-only", "alpha", ["g", "g", "g", "o", "tie", "none", "g", "g"])
+    rows += verdict_rows("human-only", "beta", ["g", "o", "g", "g", "g", "g", "tie", "g"])
+    write_table(project / "artifacts/judge/verdicts.parquet", pl.DataFrame(rows, schema=VERDICT_SCHEMA))
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    raw["metrics"] = {**raw.get("metrics", {}), "bootstrap_resamples": 500}
+    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    return project
+
+
+def test_the_stage_writes_every_table_and_publishes_metrics_json_byte_for_byte(judged):
+    m = run_stage("metrics")
+    assert {o.path for o in m.outputs} == OUTPUTS
+    published = judged / "reports/metrics.json"
+    assert published.read_bytes() == (judged / "artifacts/metrics/metrics.json").read_bytes()
+    alpha = orjson.loads(published.read_bytes())["human-only"]["alpha"]
+    assert alpha["n_pairs"] == 8
+    assert alpha["strict_accuracy"] == pytest.approx(5 / 8)
+    assert alpha["soft_accuracy"] == pytest.approx(5.5 / 8)
+    assert alpha["coverage"] == pytest.approx(7 / 8)
+    assert alpha["cost_usd"] == pytest.approx(0.008)
+    comparisons = pl.read_parquet(judged / "artifacts/metrics/comparisons.parquet")
+    assert comparisons.select("judge_a", "judge_b", "compared", "flips").rows() == [("alpha", "beta", 8, 5)]
+
+
+def test_an_unchanged_rerun_is_reused_and_a_forced_one_is_byte_identical(judged):
+    first = run_stage("metrics")
+    before = {p.name: p.read_bytes() for p in (judged / "artifacts/metrics").iterdir()}
+    again = run_stage("metrics")
+    assert again.identity == first.identity
+    facts = [json.loads(line) for line in (judged / ".novelty-audit/runlog.jsonl").read_text().splitlines()]
+    assert [f["action"] for f in facts if f["stage"] == "metrics"] == ["computed", "reused"]
+    run_stage("metrics", force=True)
+    after = {p.name: p.read_bytes() for p in (judged / "artifacts/metrics").iterdir()}
+    assert after == before
+
+
+def test_a_new_seed_is_a_new_identity_that_moves_intervals_but_not_values(judged):
+    first = run_stage("metrics")
+    t1 = pl.read_parquet(judged / "artifacts/metrics/metrics.parquet")
+    raw = yaml.safe_load((judged / "params.yaml").read_text())
+    raw["metrics"]["seed"] = 1
+    (judged / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    second = run_stage("metrics")
+    t2 = pl.read_parquet(judged / "artifacts/metrics/metrics.parquet")
+    assert second.identity != first.identity
+    assert t1["value"].equals(t2["value"])
+    assert not t1["ci_low"].equals(t2["ci_low"])
+
+
+def test_without_judge_outputs_the_stage_says_which_stage_to_run(project):
+    with pytest.raises(ManifestMismatchError, match="verdicts.parquet: not found") as exc:
+        run_stage("metrics")
+    assert "judge" in exc.value.hint
+
+
+@pytest.mark.slow
+def test_controls_through_pin_judge_and_metrics_give_their_known_values(project):
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    raw["judge"]["judges"] = {n: {"backend": n} for n in ("always-first", "always-second", "random", "abstain")}
+    raw["judge"]["progress"] = False
+    raw["metrics"]["bootstrap_resamples"] = 1000
+    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    for name in ("pin", "judge", "metrics"):
+        run_stage(name)
+    doc = orjson.loads((project / "reports/metrics.json").read_bytes())
+    assert sorted(doc) == ["human-only", "human-plus-generated"]
+    for ds in doc:
+        first = doc[ds]["always-first"]
+        # always-first names idea_0 forward and idea_1 reversed: a tie on every pair, fully order-driven
+        assert (first["strict_accuracy"], first["tie_rate"], first["coverage"]) == (0.0, 1.0, 1.0)
+        assert first["order_flip_rate"] == 1.0 and first["first_position_rate"] == 1.0
+        assert doc[ds]["abstain"]["coverage"] == 0.0 and doc[ds]["abstain"]["strict_accuracy"] == 0.0
+        assert doc[ds]["abstain"]["n_pairs"] == 154
+    assert load_manifest(project / "artifacts/metrics").summary["human-only"]["judges"] == 4
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("dvc") is None, reason="dvc is not installed")
+def test_dvc_repro_declares_metrics_json_for_dvc_metrics(project):
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    raw["judge"]["judges"] = {"always-first": {"backend": "always-first"}, "random": {"backend": "random"}}
+    raw["judge"]["progress"] = False
+    raw["metrics"]["bootstrap_resamples"] = 200
+    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    repo = Path(__file__).resolve().parents[2]
+    for d in ("novelty_audit", "stages"):
+        shutil.copytree(repo / d, project / d, ignore=shutil.ignore_patterns("__pycache__"))
+    # the data the metrics stage's ancestors depend on (dvc checks every dep of every stage it runs)
+    stages = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
+    for name in ("pin", "judge", "metrics"):
+        for dep in stages[name].get("deps", []):
+            if dep.startswith("data/") and not (project / dep).exists():
+                src = repo / dep
+                (project / dep).parent.mkdir(parents=True, exist_ok=True)
+                (shutil.copytree if src.is_dir() else shutil.copy)(src, project / dep)
+    (project / "reports").mkdir(exist_ok=True)
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    subprocess.run(["dvc", "init", "-q"], cwd=project, check=True)
+    subprocess.run(["dvc", "repro", "-q", "metrics"], cwd=project, check=True, capture_output=True)
+    shown = subprocess.run(["dvc", "metrics", "show", "--json"], cwd=project, capture_output=True, text=True)
+    data = json.loads(shown.stdout)[""]["data"]["reports/metrics.json"]["data"]
+    assert data["human-only"]["always-first"]["tie_rate"] == 1.0
