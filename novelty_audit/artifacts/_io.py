@@ -18,6 +18,17 @@ from ._digest import canonical
 __all__ = ["atomic_write_bytes", "write_json", "read_json", "write_table", "read_table"]
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# mkstemp/mkdtemp create owner-only files and directories; published artifacts get the usual modes instead.
+_FILE_MODE = 0o666 & ~_umask()
+_DIR_MODE = 0o777 & ~_umask()
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -27,6 +38,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -55,6 +67,7 @@ def write_table(path: str | Path, df: pl.DataFrame) -> Path:
         df.write_parquet(tmp, compression="zstd", statistics=False)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -19,6 +19,7 @@ from typing import Any
 
 from ._code import PROJECT_PACKAGES, code_digest
 from ._digest import digest_file, digest_obj
+from ._io import _DIR_MODE
 from ._manifest import MANIFEST_NAME, FileRecord, StageManifest, file_record, load_manifest, tool_versions, write_manifest
 from ._store import Store
 
@@ -95,6 +96,7 @@ def _outputs_match(out_dir: Path, manifest: StageManifest) -> bool:
 
 def _publish(tmp: Path, out_dir: Path) -> None:
     # Swap directories so readers see the old outputs or the new ones, never a mix.
+    os.chmod(tmp, _DIR_MODE)  # mkdtemp makes it owner-only; the published directory gets the usual mode
     old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
     if out_dir.exists():
         os.replace(out_dir, old)
