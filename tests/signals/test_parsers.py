@@ -46,7 +46,11 @@ def test_markdown_export_gives_title_decision_abstract_and_every_review_field() 
 def test_paper_id_is_the_benchmark_idea_id_of_the_same_title() -> None:
     import polars as pl
 
-    ideas = pl.read_parquet(REPO / "artifacts" / "pin" / "human-only" / "ideas.parquet")
+    from novelty_audit.datasets import load_dataset
+    from novelty_audit.params import load_params
+
+    pin = load_params(REPO / "params.yaml").pin.datasets["human-only"]
+    ideas = load_dataset("human-only", pin.model_copy(update={"path": str(REPO / pin.path)})).ideas
     row = ideas.filter(pl.col("title") == "Learning from Peers in Reasoning Models")
     assert row["idea_id"][0] == paper_id_for("Learning from  Peers in Reasoning Models ")
 
