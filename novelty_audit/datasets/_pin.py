@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass, field
+from io import StringIO
 from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from ..artifacts import MANIFEST_NAME, digest_file, load_manifest
-from ..errors import BadInputError, ConfigError, PinMismatchError
+from ..artifacts import MANIFEST_NAME, atomic_write_bytes, digest_file, load_manifest, row_digests
+from ..errors import BadInputError, ConfigError, PinMismatchError, require
 from ..params import DatasetPin, Params
 from ._normalize import Normalized, normalize_pairs
 from ._records import read_pairs
@@ -27,8 +28,6 @@ def fetch_pinned(pin: DatasetPin) -> Path:
     path = Path(pin.path)
     if pin.source != "hf" or path.exists():
         return path
-    from ..errors import require
-
     hub = require("huggingface_hub", extra="hub")
     # Only reached when the user configured source: hf and the file is not cached yet.
     got = hub.hf_hub_download(
@@ -77,8 +76,6 @@ class PinChange:
 
 
 def _items(norm: Normalized) -> dict[str, str]:
-    from ..artifacts import row_digests
-
     out = {}
     for df, key in ((norm.ideas, "idea_id"), (norm.pairs, "pair_id")):
         out.update(zip(df[key].to_list(), row_digests(df), strict=True))
@@ -126,10 +123,6 @@ def accept_pins(params_path: Path, params: Params, pin_dir: Path) -> list[PinCha
                 doc["pin"]["datasets"][c.dataset]["sha256"] = c.new_sha256
         except (KeyError, TypeError) as exc:
             raise ConfigError(f"{params_path}: cannot find pin.datasets entry ({exc})") from None
-        from io import StringIO
-
-        from ..artifacts import atomic_write_bytes
-
         buf = StringIO()
         yaml.dump(doc, buf)
         atomic_write_bytes(params_path, buf.getvalue().encode("utf-8"))
