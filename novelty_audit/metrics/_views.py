@@ -92,17 +92,25 @@ def _idea_votes(votes: list[str] | None, a: str, b: str) -> int:
     return 0 if votes is None else sum(1 for v in votes if v == a or v == b)
 
 
-def pairwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where: str = "verdicts") -> PairwiseView:
-    """Build the view of one (dataset, judge) slice; `universe` defaults to its own sorted pair ids."""
+def _slice(
+    df: pl.DataFrame, id_col: str, universe: list[str] | None, where: str, caller: str
+) -> tuple[str, str, list[str], list[dict], np.ndarray]:
+    """One (dataset, judge) slice: its keys, its universe of ids (default: its own, sorted), its rows and
+    each row's position in the universe."""
     keys = df.select("dataset", "judge").unique()
     if keys.height > 1:
-        raise ValueError("pairwise_view takes one (dataset, judge) slice")
-    check_unique(df, ["dataset", "judge", "pair_id"], where)
+        raise ValueError(f"{caller} takes one (dataset, judge) slice")
+    check_unique(df, ["dataset", "judge", id_col], where)
     dataset, judge = (keys.row(0) if keys.height else ("", ""))
-    universe = sorted(df["pair_id"].to_list()) if universe is None else universe
-    n = len(universe)
+    universe = sorted(df[id_col].to_list()) if universe is None else universe
     rows = df.to_dicts()
-    at = _align([r["pair_id"] for r in rows], universe)
+    return dataset, judge, universe, rows, _align([r[id_col] for r in rows], universe)
+
+
+def pairwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where: str = "verdicts") -> PairwiseView:
+    """Build the view of one (dataset, judge) slice; `universe` defaults to its own sorted pair ids."""
+    dataset, judge, universe, rows, at = _slice(df, "pair_id", universe, where, "pairwise_view")
+    n = len(universe)
 
     def arr() -> np.ndarray:
         return np.zeros(n, dtype=np.float64)
@@ -146,15 +154,8 @@ def pairwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where:
 
 def pointwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where: str = "pointwise") -> PointwiseView:
     """Build the pointwise view of one (dataset, judge) slice."""
-    keys = df.select("dataset", "judge").unique()
-    if keys.height > 1:
-        raise ValueError("pointwise_view takes one (dataset, judge) slice")
-    check_unique(df, ["dataset", "judge", "idea_id"], where)
-    dataset, judge = (keys.row(0) if keys.height else ("", ""))
-    universe = sorted(df["idea_id"].to_list()) if universe is None else universe
+    dataset, judge, universe, rows, at = _slice(df, "idea_id", universe, where, "pointwise_view")
     n = len(universe)
-    rows = df.to_dicts()
-    at = _align([r["idea_id"] for r in rows], universe)
     present, correct, answered = np.zeros(n), np.zeros(n), np.zeros(n)
     scores = np.full(n, np.nan)
     gold: list[str | None] = [None] * n
