@@ -14,8 +14,13 @@ across concurrent flow runs. Within a chunk the judge's own limits apply (`concu
 `requests_per_minute`, `tokens_per_minute` in its args), so a backend's ceilings are
 slots × the judge's in-flight bound and slots × its request rate; see docs/design/flows.md.
 
-Budget: `judge.budget_usd` is split evenly over the API chunks (each chunk's judge has its own Budget),
-so fan-out never crosses the cap but may stop short of it.
+A local Dask cluster (no `flows.address`) listens on `flows.dask_host` (default 127.0.0.1) only: scheduler,
+workers and their HTTP/dashboard servers. Each judge's code digest is computed before fan-out. A failed
+chunk fails the stage, but only after every chunk has finished; the run facts (calls, cost) of all of
+them go to the run log first, so a failed run still reports what it paid for.
+
+Budget: every chunk draws on the stage run's one budget (`judge.budget_usd`), whose state lives in the store
+under a file lock, so the cap holds across threads and worker processes alike.
 """
 
 from __future__ import annotations
@@ -32,11 +37,13 @@ from prefect.client.orchestration import get_client
 from prefect.concurrency.sync import concurrency, rate_limit
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
+from novelty_audit.artifacts import Store
 from novelty_audit.errors import require
-from novelty_audit.judges import JudgeMap, JudgeOutput, JudgeParams, PairItem, PointItem
+from novelty_audit.judges import Budget, JudgeMap, JudgeOutput, JudgeParams, PairItem, PointItem
 from novelty_audit.orchestration import (
     JudgeChunk,
     chunkable,
+    failed_fanout_facts,
     merge_outputs,
     plan_chunks,
     run_chunk,
@@ -54,12 +61,30 @@ def make_task_runner(fp: FlowsParams) -> TaskRunner:
         prefect_dask = require("prefect_dask", extra="dask")
         if fp.address:
             return prefect_dask.DaskTaskRunner(address=fp.address)
-        return prefect_dask.DaskTaskRunner(
-            cluster_class="distributed.LocalCluster",
-            cluster_kwargs={"n_workers": fp.max_workers, "threads_per_worker": 1, "processes": fp.dask_processes, "dashboard_address": None},
-        )
+        return prefect_dask.DaskTaskRunner(cluster_class="distributed.LocalCluster", cluster_kwargs=local_cluster_kwargs(fp))
     prefect_ray = require("prefect_ray", extra="ray")
     return prefect_ray.RayTaskRunner(address=fp.address) if fp.address else prefect_ray.RayTaskRunner()
+
+
+def local_cluster_kwargs(fp: FlowsParams) -> dict[str, Any]:
+    """Keyword arguments of the local Dask cluster: every server it starts listens on `flows.dask_host`.
+
+    Dask's defaults listen on every interface: the scheduler's HTTP server on :8787 even with the dashboard
+    off, and one HTTP server per worker. Each gets an explicit address on `dask_host`, with a free port.
+    """
+    host = fp.dask_host
+    http = f"[{host}]:0" if ":" in host else f"{host}:0"
+    kwargs: dict[str, Any] = {
+        "n_workers": fp.max_workers,
+        "threads_per_worker": 1,
+        "processes": fp.dask_processes,
+        "dashboard_address": http,
+        "worker_dashboard_address": http,
+    }
+    if fp.dask_processes:
+        # Thread workers talk over Dask's in-process transport (no socket, no host); process workers over TCP.
+        kwargs["host"] = host
+    return kwargs
 
 
 def limit_names(backend: str, fp: FlowsParams) -> tuple[str, str | None]:
@@ -82,12 +107,14 @@ def ensure_limits(backends: Sequence[str], fp: FlowsParams) -> None:
 
 
 @task(name="judge-chunk", task_run_name="{chunk.judge}#{chunk.index}", cache_policy=NO_CACHE)
-def judge_chunk(jp: JudgeParams, store_root: str, chunk: JudgeChunk, limit: str, rate: str | None) -> JudgeOutput:
+def judge_chunk(
+    jp: JudgeParams, store_root: str, chunk: JudgeChunk, limit: str, rate: str | None, budget: Budget | None = None
+) -> JudgeOutput:
     """Answer one chunk of an API judge while holding a slot of its backend's global limit."""
     with concurrency(limit, occupy=1, strict=True):
         if rate:
             rate_limit(rate, occupy=1, strict=True)
-        out = run_chunk(jp, store_root, chunk)
+        out = run_chunk(jp, store_root, chunk, budget)
     get_run_logger().info(
         "%s#%d: %d pairs, %d ideas, calls %s, cache hits %s",
         chunk.judge, chunk.index, len(chunk.pairs), len(chunk.points), out.facts.get("calls", 0), out.facts.get("cache_hits", 0),
@@ -105,28 +132,54 @@ def judge_map(params: Params) -> JudgeMap:
         chunks = plan_chunks(judges, pairs, points, fp.chunk_size)
         remote = [i for i, c in enumerate(chunks) if chunkable(c.backend)]
         outputs: list[JudgeOutput | None] = [None] * len(chunks)
+        errors: dict[int, BaseException] = {}
         futures = {}
+        # Each judge's code digest is computed here, once, before any task starts: the chunks' judges (same
+        # classes, same modules) then read it from the per-process cache instead of parsing sources from
+        # several threads at once (ast.parse is not thread-safe on CPython 3.11).
+        for judge in judges:
+            _ = judge.code_digest
         with contextlib.ExitStack() as stack:
             if remote:
-                # Chunks may run in other processes and cannot share one Budget: each API chunk gets an equal
-                # share of judge.budget_usd, so the total is never crossed (a run may stop short of it).
-                use = jp if jp.budget_usd is None else jp.model_copy(update={"budget_usd": jp.budget_usd / len(remote)})
+                # One cap for the whole run: the stage's budget keeps its state in the store (flock'd), and a
+                # pickled copy on a worker process draws on the same file.
+                budgets = {j.name: getattr(j.ctx, "budget", None) for j in judges}
                 ensure_limits([chunks[i].backend for i in remote], fp)
                 logger.info("judge fan-out: %d API chunk(s) on the %s task runner", len(remote), fp.task_runner)
                 runner = stack.enter_context(make_task_runner(fp))
                 for i in remote:
                     limit, rate = limit_names(chunks[i].backend, fp)
                     futures[i] = runner.submit(
-                        judge_chunk, parameters={"jp": use, "store_root": store_root, "chunk": chunks[i], "limit": limit, "rate": rate}
+                        judge_chunk,
+                        parameters={
+                            "jp": jp, "store_root": store_root, "chunk": chunks[i], "limit": limit, "rate": rate,
+                            "budget": budgets.get(chunks[i].judge),
+                        },
                     )
             # Local judges (controls, distance, GGUF) call no service and are costly to rebuild elsewhere:
             # they run here, on the stage's own judge objects, while the API chunks are in flight.
             by_name = {j.name: j for j in judges}
             for i, c in enumerate(chunks):
-                if i not in futures:
-                    outputs[i] = by_name[c.judge].judge(c.pairs, c.points)
+                if i not in futures and not errors:
+                    try:
+                        outputs[i] = by_name[c.judge].judge(c.pairs, c.points)
+                    except Exception as exc:  # the API chunks in flight still finish and are counted
+                        errors[i] = exc
+            # Every chunk is waited for, failed or not: calls already paid for must reach the run log.
             for i, fut in futures.items():
-                outputs[i] = fut.result()
+                try:
+                    outputs[i] = fut.result()
+                except Exception as exc:
+                    errors[i] = exc
+        if errors:
+            first = errors[min(errors)]
+            facts = failed_fanout_facts(chunks, outputs, errors)
+            Store(store_root).log_run_facts({"stage": "judge", "action": "failed", "error": f"{type(first).__name__}: {first}", **facts})
+            logger.error(
+                "judge fan-out: %d of %d chunk(s) failed (first: %s); facts of the finished chunks kept in the run log",
+                len(errors), len(chunks), first,
+            )  # fmt: skip
+            raise first
         return merge_outputs(judges, pairs, points, chunks, outputs)  # type: ignore[arg-type]
 
     return run

@@ -28,6 +28,7 @@ from novelty_audit.artifacts import RunRecord, StageManifest
 from novelty_audit.audit import AuditResult, audit_sides, ledger_side
 from novelty_audit.errors import ConfigError
 from novelty_audit.orchestration import (
+    NO_API_JUDGE,
     StageOutcome,
     build_canary,
     drift_judges,
@@ -76,13 +77,16 @@ def judge_task(params: Params, drift: Params) -> tuple[StageManifest, StageOutco
 
 
 @task(name="audit", cache_policy=NO_CACHE)
-def audit_task(params: Params, record: RunRecord) -> AuditResult | None:
-    """Classify verdict changes from the previous drift run to this one (None on the first check)."""
-    store = drift_paths(params).store
-    runs = store.runs()
-    if len(runs) < 2:
+def audit_task(params: Params, record: RunRecord, previous: str | None) -> AuditResult | None:
+    """Classify verdict changes from the previous drift check's run to this one (None on the first check).
+
+    The previous check may have recorded the same content (nothing drifted): then every verdict is compared
+    with itself and none changed, which is the answer.
+    """
+    if previous is None:
         return None
-    before, after = ledger_side(store, runs[-2].run_id), ledger_side(store, record.run_id)
+    store = drift_paths(params).store
+    before, after = ledger_side(store, previous), ledger_side(store, record.run_id)
     # Evidence changes take their status from the project's adjudication file, as in `novelty-audit audit`.
     return audit_sides(store, before, after, adjudications=params.audit.adjudications)
 
@@ -91,18 +95,26 @@ def audit_task(params: Params, record: RunRecord) -> AuditResult | None:
 def drift_watch(project_dir: str = ".", params_path: str = "params.yaml") -> dict[str, Any]:
     """Re-ask the configured API judges on the canary pairs, record a run, audit changes, publish artifacts.
 
-    Returns {run_id, baseline (true on the first check), summary {cause: count}, changes [...]}.
+    Returns {run_id, baseline (true on the first check), summary {cause: count}, changes [...], skipped}.
+    With no API judge to watch (the default params) it does nothing and succeeds: run_id None and `skipped`
+    saying "no enabled API judge ..." (also logged and published as the drift-summary artifact).
     """
     logger = get_run_logger()
     with contextlib.chdir(Path(project_dir)):
         params = load_params(params_path)
         judges = drift_judges(params)
+        if not judges:
+            logger.warning("%s", NO_API_JUDGE)
+            create_markdown_artifact(markdown=f"# Judge drift watch\n\n{NO_API_JUDGE}.\n", key="drift-summary", description="judge drift watch")
+            return {"run_id": None, "baseline": False, "summary": {}, "changes": [], "skipped": NO_API_JUDGE}
         canary = canary_task(params)
         datasets = sorted(canary.summary.get("pairs", {}))
         manifest, outcome = judge_task(params, drift_params(params, judges, datasets))
-        record = drift_paths(params).store.record_run({"pin": canary, "judge": manifest})
+        store = drift_paths(params).store
+        before = store.runs()
+        record = store.record_run({"pin": canary, "judge": manifest})
         logger.info("recorded drift run %s in %s", record.run_id, drift_paths(params).root / "runs.jsonl")
-        result = audit_task(params, record)
+        result = audit_task(params, record, before[-1].run_id if before else None)
         facts = {"calls": outcome.calls, "cost_usd": outcome.cost_usd}
         n_pairs = sum(canary.summary.get("pairs", {}).values())
         markdown = drift_markdown(result, judges=judges, canary_pairs=n_pairs, facts=facts)
@@ -116,4 +128,5 @@ def drift_watch(project_dir: str = ".", params_path: str = "params.yaml") -> dic
             "baseline": result is None,
             "summary": result.summary if result is not None else {},
             "changes": result.to_json()["changes"] if result is not None else [],
+            "skipped": None,
         }

@@ -9,6 +9,7 @@ own task caching is off (`NO_CACHE`), so a Prefect cache can never skip a stage 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from novelty_audit.artifacts import Store
-from novelty_audit.orchestration import RunSummary, StageOutcome, summarize_run
+from novelty_audit.errors import NoveltyAuditError
+from novelty_audit.orchestration import RunSummary, StageOutcome, record_in_dvc, summarize_run
 from novelty_audit.params import load_params
 from novelty_audit.pipeline import run_stage, stage_order
 
@@ -61,6 +63,27 @@ def publish_summary(summary: RunSummary, title: str, key: str) -> None:
     create_table_artifact(table=summary.rows(), key=f"{key}-stages", description=f"{title}: stages")
 
 
+def _facts_since(params_path: str, name: str, seen: int) -> list[dict]:
+    """Run-log records `name` appended since there were `seen` (facts of a failed stage, e.g. its calls)."""
+    try:
+        return Store(load_params(params_path).store.root).run_facts(name)[seen:]
+    except NoveltyAuditError:  # params that do not load: the stage's own error says so
+        return []
+
+
+def _facts_count(params_path: str, name: str) -> int:
+    return len(_facts_since(params_path, name, 0))
+
+
+def _record_in_dvc(stages: list[str], logger) -> None:
+    """Record the stages this run completed in dvc.lock, as `dvc repro` would have (see orchestration/_dvc.py)."""
+    done = record_in_dvc(Path.cwd(), stages)
+    if done.skipped:
+        logger.info("dvc.lock not updated: %s", done.skipped)
+    else:
+        logger.info("recorded in dvc.lock (dvc commit --force): %s", ", ".join(done.stages))
+
+
 @flow(name="evaluate", log_prints=True)
 def evaluate(
     project_dir: str = ".",
@@ -69,13 +92,16 @@ def evaluate(
     force: bool = False,
     stages: list[str] | None = None,
     fan_out: bool = True,
+    dvc_commit: bool = True,
 ) -> RunSummary:
     """Run every stage of dvc.yaml in order (or the listed ones, still in dvc.yaml order).
 
     `project_dir` is the project root (where params.yaml and dvc.yaml live); paths are relative to it,
     as they are for dvc. The run is recorded in the runs ledger by the pipeline's last stage, as in
-    `dvc repro`. A failed stage stops the run; the summary artifact still lists it. `fan_out=False` runs
-    the judge stage in the flow's process, exactly as dvc does.
+    `dvc repro`. A failed stage stops the run; the summary artifact still lists it, with the calls and
+    cost it made before failing. `fan_out=False` runs the judge stage in the flow's process, exactly as
+    dvc does. With `dvc_commit` (default) and a DVC project, the stages that completed are recorded in
+    dvc.lock (`dvc commit --force`), so afterwards `dvc status` is clean and `dvc repro` runs nothing.
     """
     logger = get_run_logger()
     outcomes: list[StageOutcome] = []
@@ -89,16 +115,25 @@ def evaluate(
             for i, name in enumerate(selected, 1):
                 logger.info("[%d/%d] %s: starting", i, len(selected), name)
                 started = time.perf_counter()
+                seen = _facts_count(params_path, name)
                 state = stage_task(name, params_path=params_path, dvc_yaml=dvc_yaml, force=force, fan_out=fan_out, return_state=True)
                 if state.is_failed():
                     err = state.result(raise_on_failure=False)
-                    outcomes.append(
-                        StageOutcome(stage=name, action="failed", seconds=round(time.perf_counter() - started, 3), error=str(err))
-                    )
+                    # What the stage did before failing (calls, cost) is in the run log: keep it in the summary.
+                    partial = StageOutcome.from_facts(name, _facts_since(params_path, name, seen), time.perf_counter() - started)
+                    outcomes.append(dataclasses.replace(partial, action="failed", error=str(err)))
                     logger.error("[%d/%d] %s: failed: %s", i, len(selected), name, err)
                     raise err if isinstance(err, BaseException) else RuntimeError(str(err))
                 outcomes.append(state.result())
         finally:
+            dvc_error: NoveltyAuditError | None = None
+            completed = [o.stage for o in outcomes if o.action != "failed"]
+            if dvc_commit and completed:
+                try:
+                    _record_in_dvc(completed, logger)
+                except NoveltyAuditError as exc:
+                    dvc_error = exc
+                    logger.error("%s", exc)
             summary = summarize_run(outcomes)
             publish_summary(summary, "novelty-audit evaluation", key="evaluate-summary")
             t = summary.totals()
@@ -106,4 +141,7 @@ def evaluate(
                 "run summary: %d computed, %d restored, %d reused, %d failed; calls %d, cache hits %d, cost $%.4f",
                 t["computed"], t["restored"], t["reused"], t["failed"], t["calls"], t["cache_hits"], t["cost_usd"],
             )  # fmt: skip
+        # A failed stage is the error the flow raises (from the try); otherwise dvc.lock must not silently disagree.
+        if dvc_error is not None:
+            raise dvc_error
     return summary

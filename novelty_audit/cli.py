@@ -37,12 +37,23 @@ def stage(
     name: Annotated[str, typer.Argument(help="stage name as declared in dvc.yaml")],
     params: ParamsOpt = Path("params.yaml"),
     force: Annotated[bool, typer.Option(help="compute even if the identity is already known")] = False,
+    wait: Annotated[
+        Optional[float],
+        typer.Option("--wait", help="seconds to wait while another run holds the stage's lock (default 300, or NOVELTY_AUDIT_LOCK_TIMEOUT)"),
+    ] = None,
 ) -> None:
     """Run one pipeline stage (what dvc.yaml calls)."""
+    import os
+
+    from .artifacts._lock import LOCK_TIMEOUT_ENV
     from .pipeline import run_stage
 
+    if wait is not None:
+        os.environ[LOCK_TIMEOUT_ENV] = str(wait)  # this process only: the stage reads it when it takes the lock
     m = run_stage(name, params_path=params, force=force)
     out.print(f"[bold]{m.stage}[/] identity {m.identity[:16]} · {len(m.outputs)} outputs")
+    if not m.complete:
+        err.print(f"[yellow]incomplete:[/] {m.incomplete_reason} (the next run asks the failed calls again)")
 
 
 @app.command()
@@ -73,18 +84,42 @@ def pin(
 
 
 @app.command()
-def verify(params: ParamsOpt = Path("params.yaml")) -> None:
-    """Re-hash every artifact against its manifest; exit 1 naming each mismatching file."""
-    from .artifacts import verify_tree
+def signals(
+    accept: Annotated[bool, typer.Option("--accept", help="pin every review file and re-pin changed signals inputs")] = False,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Check the signals inputs (review directory, index, pins); with --accept, write the pins to params.yaml."""
     from .params import load_params
+    from .signals import accept_signal_pins, signal_input_files
 
     p = load_params(params)
-    checked, bad = verify_tree(Path(p.store.artifacts))
-    for m in bad:
-        err.print(f"MISMATCH {m.path} (stage {m.stage}): expected {m.expected[:16]}, found {(m.actual or 'missing')[:16]}")
-    if bad:
+    if not accept:
+        files = signal_input_files(p.signals)
+        out.print(f"{sum(map(len, files.values()))} signals input files match their pins")
+        return
+    changes = accept_signal_pins(params, p.signals)
+    for c in changes:
+        old, new = (c.old_sha256 or "")[:16], (c.new_sha256 or "")[:16]
+        if c.kind != "unchanged":
+            out.print({"added": f"{c.path}: pinned {new}", "removed": f"{c.path}: gone, pin {old} removed",
+                       "changed": f"{c.path}: re-pinned {old} → {new}"}[c.kind])
+    out.print(f"{sum(c.kind == 'unchanged' for c in changes)} signals input files unchanged")
+
+
+@app.command()
+def verify(params: ParamsOpt = Path("params.yaml")) -> None:
+    """Check artifacts, declared outputs (reports/ too), the store and the caches against their digests; exit 1 naming each bad file."""
+    from .verify import verify_project
+
+    report = verify_project(params)
+    for note in report.notes:
+        out.print(f"note: {note}")
+    for p in report.problems:
+        err.print(f"BAD {p.line()}")
+    if not report.ok:
+        err.print(f"{len(report.problems)} problem(s)")
         raise typer.Exit(1)
-    out.print(f"verified {checked} artifact files: all match their manifests")
+    out.print(f"verified {report.checked} files (artifacts, published reports, store, caches): all match their digests")
 
 
 @app.command()
@@ -234,11 +269,37 @@ def adjudicate(
     out.print(f"appended to {path}")
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # SIGTERM (a CI cancel, `timeout`) unwinds like Ctrl-C, so execute_stage removes its temp directory and the
+    # stage lock is released; a second SIGTERM during that cleanup ends the process at once.
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise KeyboardInterrupt("terminated (SIGTERM)")
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: user errors print one message and exit non-zero; bugs keep their traceback."""
+    import signal
+    import threading
+
+    terminated = False
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous in (signal.SIG_DFL, None):
+
+            def on_term(signum: int, frame: object) -> None:
+                nonlocal terminated
+                terminated = True
+                _terminate(signum, frame)
+
+            signal.signal(signal.SIGTERM, on_term)
     try:
         # standalone_mode=False returns an Exit's code instead of raising it.
+        # Typer turns Ctrl-C (and so our SIGTERM) into an exit code of 130 after the stage has unwound.
         rv = app(args=argv, standalone_mode=False)
+        if terminated or rv == 130:
+            raise KeyboardInterrupt
         if isinstance(rv, int) and rv:
             sys.exit(rv)
     except NoveltyAuditError as exc:
@@ -249,8 +310,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
-        err.print("aborted")
-        sys.exit(130)
+        err.print("terminated" if terminated else "aborted")
+        sys.exit(143 if terminated else 130)
     except Exception as exc:  # click usage errors carry their own exit code
         import click
 

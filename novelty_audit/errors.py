@@ -15,6 +15,8 @@ __all__ = [
     "UnknownNameError",
     "MissingDependencyError",
     "BudgetExceededError",
+    "StageLockedError",
+    "IncompleteStageError",
     "require",
 ]
 
@@ -74,3 +76,16 @@ def require(module: str, extra: str):
             f"the optional dependency '{module}' is not installed ({exc})",
             hint=f"pip install 'novelty-audit[{extra}]'",
         ) from None
+
+
+class StageLockedError(NoveltyAuditError):
+    """Another process holds the stage's lock and did not release it in time; the message names the holder."""
+
+
+class IncompleteStageError(NoveltyAuditError):
+    """A stage published outputs that are incomplete (e.g. failed API calls); the next run completes them.
+
+    Exit code 3, so `dvc repro` does not record the stage as done and reruns it next time.
+    """
+
+    exit_code = 3

@@ -7,6 +7,7 @@ covers only the sections it reads (`section_payload`).
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -108,13 +109,18 @@ def load_params(path: str | Path = "params.yaml") -> Params:
     """Parse and validate params.yaml; errors name the section and field."""
     raw = load_raw_params(path)
     try:
-        return Params.model_validate(raw)
+        params = Params.model_validate(raw)
     except ValidationError as exc:
         lines = [f"{path}: invalid parameters"]
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"])
             lines.append(f"  {loc}: {err['msg']}")
         raise ConfigError("\n".join(lines)) from None
+    # Every configured judge (enabled or not) is checked against its backend's args model, which lives
+    # with the backend. Imported by name: stage code digests follow import statements, and this check
+    # only accepts or refuses params, it never changes an output.
+    importlib.import_module("novelty_audit.judges").validate_judges(params.judge, source=str(path))
+    return params
 
 
 def section_payload(params: Params, *sections: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from .artifacts import MANIFEST_NAME, RunRecord, StageManifest, Store, load_manifest
+from .artifacts import MANIFEST_NAME, RunRecord, StageManifest, Store, load_manifest, stage_lock
 from .errors import ConfigError, UnknownNameError
 from .params import Params, load_params
 
@@ -58,7 +58,11 @@ def current_manifests(params: Params, names: list[str]) -> dict[str, StageManife
 
 
 def record_run(params: Params, dvc_yaml: str | Path = "dvc.yaml") -> RunRecord:
-    """Append the current state of every stage in dvc.yaml to the runs ledger."""
+    """Record the current state of every stage in dvc.yaml in the runs ledger.
+
+    One record per distinct run: recording content the ledger already holds (a rerun on an up-to-date
+    project, by dvc or a flow) adds an occurrence to that record's `seen` and makes it the latest run.
+    """
     return Store(params.store.root).record_run(current_manifests(params, stage_order(dvc_yaml)))
 
 
@@ -87,7 +91,10 @@ def run_stage(
         )
     mod = _module(name)
     upstream = {u: stage_out_dir(params, u) for u in getattr(mod, "UPSTREAM", ())}
-    manifest = mod.run(params, stage_out_dir(params, name), inputs=upstream, force=force, **dict(hooks or {}))
+    # The stage's lock (execute_stage takes it again, re-entrantly) also covers what the stage publishes
+    # after its outputs (reports/…), so two runs never interleave their copies.
+    with stage_lock(params.store.root, name):
+        manifest = mod.run(params, stage_out_dir(params, name), inputs=upstream, force=force, **dict(hooks or {}))
     if name == order[-1]:
         record_run(params, dvc_yaml)
     return manifest

@@ -1,7 +1,8 @@
 """metrics: every registered metric per (dataset, judge), judge comparisons and prompt sensitivity.
 
 dvc.yaml: `metrics`; params.yaml: `metrics:`; outputs: artifacts/metrics/{metrics.json, metrics.parquet,
-pairs.parquet, comparisons.parquet, flip_matrix.parquet, prompt_sensitivity.parquet, definitions.json}.
+pairs.parquet, comparisons.parquet, flip_matrix.parquet, prompt_sensitivity.parquet, error_reasons.parquet,
+definitions.json}.
 
 `metrics.json` is also published to `params.metrics.report` (reports/metrics.json, declared under
 `metrics:` in dvc.yaml with cache: false) so `dvc metrics show/diff` read it. The path comes from
@@ -20,7 +21,7 @@ from novelty_audit.artifacts import (
     StageManifest,
     StageResult,
     Store,
-    atomic_write_bytes,
+    publish_copy,
     execute_stage,
     write_json,
     write_table,
@@ -38,6 +39,7 @@ KEYS: dict[str, list[str] | None] = {
     "comparisons.parquet": ["dataset", "judge_a", "judge_b"],
     "flip_matrix.parquet": ["dataset", "judge_a", "judge_b"],
     "prompt_sensitivity.parquet": ["dataset", "backbone"],
+    "error_reasons.parquet": ["dataset", "judge", "table", "reason"],
 }
 
 
@@ -67,6 +69,7 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
             ("comparisons", tables.comparisons),
             ("flip_matrix", tables.flip_matrix),
             ("prompt_sensitivity", tables.prompt_sensitivity),
+            ("error_reasons", tables.error_reasons),
         ):
             write_table(tmp / f"{name}.parquet", df.sort(KEYS[f"{name}.parquet"]))
         summary = {
@@ -89,7 +92,7 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         compute=compute,
         force=force,
     )
-    atomic_write_bytes(params.metrics.report, (Path(out_dir) / "metrics.json").read_bytes())
+    publish_copy(Path(out_dir) / "metrics.json", params.metrics.report)
     return manifest
 
 

@@ -15,8 +15,8 @@ from novelty_audit.artifacts import (
     StageManifest,
     StageResult,
     Store,
-    atomic_write_bytes,
     execute_stage,
+    publish_copy,
     read_json,
     read_table,
     write_json,
@@ -24,7 +24,7 @@ from novelty_audit.artifacts import (
 )
 from novelty_audit.errors import BadInputError
 from novelty_audit.params import Params, section_payload
-from novelty_audit.pools import build_pools
+from novelty_audit.pools import build_pools, pools_prompt_files
 
 UPSTREAM: tuple[str, ...] = ("pin", "signals")
 TABLES = {
@@ -63,6 +63,7 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
     ]
     if pp.generated.source == "jsonl" and pp.generated.file is not None:
         stage_inputs.append(StageInput(Path(pp.generated.file.path)))
+    stage_inputs += [StageInput(p) for p in pools_prompt_files(pp)]  # a sent prompt decides the answers
 
     def compute(tmp: Path) -> StageResult:
         out = build_pools(
@@ -92,6 +93,6 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         force=force,
     )
     # Published on every run (also when reused), so reports/ always matches these outputs.
-    atomic_write_bytes(pp.rule_check_report, (Path(out_dir) / "rule_check.json").read_bytes())
-    atomic_write_bytes(pp.summary_report, (Path(out_dir) / "summary.json").read_bytes())
+    publish_copy(Path(out_dir) / "rule_check.json", pp.rule_check_report)
+    publish_copy(Path(out_dir) / "summary.json", pp.summary_report)
     return manifest

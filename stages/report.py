@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from novelty_audit.artifacts import StageInput, StageManifest, StageResult, Store, execute_stage
+from novelty_audit.artifacts import StageInput, StageManifest, StageResult, Store, execute_stage, record_published
 from novelty_audit.errors import ManifestMismatchError
 from novelty_audit.params import Params, section_payload
-from novelty_audit.report import build_report, load_sources, publish_report, write_latest_audit, write_report
+from novelty_audit.report import AUDIT_FILES, build_report, load_sources, publish_report, write_latest_audit, write_report
 
 UPSTREAM: tuple[str, ...] = ("pin", "judge", "metrics")
 
@@ -49,4 +49,5 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
     publish = Path(params.report.publish_dir)
     publish_report(manifest, out_dir, publish)
     write_latest_audit(params, publish)
+    record_published([publish / n for n in AUDIT_FILES], artifacts_root=artifacts, stage="report")
     return manifest

@@ -13,7 +13,7 @@ from novelty_audit.artifacts import (
     StageManifest,
     StageResult,
     Store,
-    atomic_write_bytes,
+    publish_copy,
     execute_stage,
     read_table,
     write_json,
@@ -83,5 +83,5 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         force=force,
     )
     # Published on every run (also when reused), so the report always shows these outputs' scores.
-    atomic_write_bytes(sp.scores_report, (Path(out_dir) / "scores.json").read_bytes())
+    publish_copy(Path(out_dir) / "scores.json", sp.scores_report)
     return manifest

@@ -1,13 +1,23 @@
 """A scripted OpenAI-compatible (and Anthropic Messages) server on 127.0.0.1, for tests and benchmarks only.
 
-It answers `POST /v1/chat/completions` and `POST /v1/messages` with a verdict chosen by `answer`
-(default: always "A"), after `latency` seconds. Faults are scripted by rules that match the prompt text:
+It answers `POST /v1/chat/completions`, `POST /v1/completions` and `POST /v1/messages` with a verdict
+chosen by `answer` (default: always "A"), after `latency` seconds. Faults are scripted by rules that match
+the prompt text:
 
     mock.add_rule("FAIL500", "500")                    # every matching request → HTTP 500
     mock.add_rule("SLOW", "429", times=1, retry_after=0.05)   # first request per distinct body → 429
     mock.add_rule("JUNK", "malformed")                 # a completion with no readable verdict
     mock.add_rule("NOPE", "refusal")                   # message.refusal set (anthropic: stop_reason refusal)
     mock.add_rule("HANG", "timeout", hang_s=2.0)       # answers after the client has given up
+    mock.add_rule("CUT", "length")                     # the answer cut at max_tokens (finish_reason length)
+
+Malformed HTTP 200 bodies (each must be a retried fault for the client, never a crash):
+`truncated` (valid JSON cut in half), `html` (an HTML page), `empty_choices` (anthropic: no `content`),
+`no_message` (a choice without its message; anthropic: `content: null`), `wrong_types` (fields of the
+wrong JSON type), `bad_body` (`{not json`). `drop` closes the connection without an answer.
+
+`stop()` then `start()` again serves on the same port (a restarted server); while stopped, nothing
+listens there, so connections are refused.
 
 Every request is recorded (path, headers, JSON body). Run standalone for benchmarks (its own process,
 so it does not share the client's interpreter lock):
@@ -31,7 +41,12 @@ from aiohttp import web
 
 __all__ = ["MockLLM", "Rule", "free_port"]
 
-FAULTS = ("429", "500", "timeout", "malformed", "refusal", "refusal_text", "bad_body")
+FAULTS = (
+    "429", "500", "timeout", "malformed", "refusal", "refusal_text", "bad_body",
+    "truncated", "html", "empty_choices", "no_message", "wrong_types", "length", "drop",
+)  # fmt: skip
+MALFORMED_200 = ("truncated", "html", "empty_choices", "no_message", "wrong_types", "bad_body")
+"""Faults answered with HTTP 200 and a body no client can read a completion from."""
 
 
 def free_port() -> int:
@@ -59,7 +74,7 @@ class Recorded:
 
 
 def _prompt_text(body: dict[str, Any]) -> str:
-    parts = [body.get("system") or ""]
+    parts = [body.get("system") or "", body.get("prompt") or ""]
     for m in body.get("messages", []):
         c = m.get("content")
         parts.append(c if isinstance(c, str) else orjson.dumps(c).decode())
@@ -69,7 +84,7 @@ def _prompt_text(body: dict[str, Any]) -> str:
 def default_answer(body: dict[str, Any], nth: int) -> str:
     """Pairwise: pick A. Pointwise: say yes."""
     text = _prompt_text(body)
-    if '"answer": "yes"' in text:
+    if '"answer": "yes"' in text or "<yes or no>" in text:  # the pointwise verdict form (v1 example, v2 placeholder)
         return 'The idea is a plain combination.\n{"answer": "yes"}'
     return 'Idea A introduces a new evaluation resource.\n{"answer": "A"}'
 
@@ -144,6 +159,7 @@ class MockLLM:
         raw = await request.read()
         body = orjson.loads(raw)
         anthropic = request.path.endswith("/messages")
+        completions = request.path.endswith("/v1/completions")
         with self._lock:
             self.requests.append(Recorded(request.path, {k.lower(): v for k, v in request.headers.items()}, body))
             key = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
@@ -163,9 +179,17 @@ class MockLLM:
             await asyncio.sleep(rule.hang_s)
         if fault == "bad_body":
             return web.Response(body=b"{not json", content_type="application/json")
+        if fault == "html":
+            return web.Response(text="<html><body><h1>502 Bad Gateway</h1></body></html>", content_type="text/html")
+        if fault == "drop":
+            assert request.transport is not None
+            request.transport.abort()  # the client sees the connection close without an answer
+            return web.Response()
         refused = fault == "refusal"
         if fault == "malformed":
             content = 'I think A is better. {"answer": A,, '
+        elif fault == "length":
+            content = "Idea A proposes a new evaluation resource, while Idea B combines familiar"
         elif fault == "refusal_text":
             content = "I cannot help with evaluating these ideas."
         elif refused:
@@ -175,29 +199,52 @@ class MockLLM:
         model = self.reported_model or f"mock-{body.get('model')}"
         n_in = max(1, len(text) // 4)
         n_out = max(1, len(content or "") // 4)
+        finish = "length" if fault == "length" else "stop"
         if anthropic:
             blocks = [] if content is None else [{"type": "text", "text": content}]
-            return web.json_response(
-                {
-                    "id": f"msg_{len(self.requests)}", "type": "message", "role": "assistant", "model": model,
-                    "content": blocks, "stop_reason": "refusal" if refused else "end_turn", "stop_sequence": None,
-                    "usage": {"input_tokens": n_in, "output_tokens": n_out},
-                }
-            )  # fmt: skip
-        message: dict[str, Any] = {"role": "assistant", "content": content}
-        if refused:
-            message["refusal"] = "I can't help with that request."
-        return web.json_response(
-            {
-                "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0, "model": model,
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
+            stop = "refusal" if refused else "max_tokens" if fault == "length" else "end_turn"
+            out: dict[str, Any] = {
+                "id": f"msg_{len(self.requests)}", "type": "message", "role": "assistant", "model": model,
+                "content": blocks, "stop_reason": stop, "stop_sequence": None,
+                "usage": {"input_tokens": n_in, "output_tokens": n_out},
+            }  # fmt: skip
+            if fault == "empty_choices":
+                del out["content"]
+            elif fault == "no_message":
+                out["content"] = None
+            elif fault == "wrong_types":
+                out["content"] = content
+        elif completions:
+            out = {
+                "id": f"cmpl-{len(self.requests)}", "object": "text_completion", "created": 0, "model": model,
+                "choices": [{"index": 0, "text": content, "finish_reason": finish, "logprobs": None}],
                 "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
-            }
-        )  # fmt: skip
+            }  # fmt: skip
+        else:
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if refused:
+                message["refusal"] = "I can't help with that request."
+            out = {
+                "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0, "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
+            }  # fmt: skip
+        if not anthropic:
+            if fault == "empty_choices":
+                out["choices"] = []
+            elif fault == "no_message":
+                out["choices"] = [{"index": 0, "finish_reason": "stop"}]
+            elif fault == "wrong_types":
+                out["choices"] = [{"index": 0, "message": {"role": "assistant", "content": 42}, "text": 42, "finish_reason": 7}]
+        if fault == "truncated":
+            data = orjson.dumps(out)
+            return web.Response(body=data[: len(data) // 2], content_type="application/json")
+        return web.json_response(out)
 
     def _app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/v1/completions", self._handle)
         app.router.add_post("/v1/messages", self._handle)
         return app
 
@@ -210,7 +257,9 @@ class MockLLM:
             asyncio.set_event_loop(loop)
             self._runner = web.AppRunner(self._app(), shutdown_timeout=0.1, handle_signals=False, access_log=None)
             loop.run_until_complete(self._runner.setup())
-            loop.run_until_complete(web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024).start())
+            # reuse_address: a restarted mock takes its old port back at once (no TIME_WAIT wait)
+            site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024, reuse_address=True)
+            loop.run_until_complete(site.start())
             ready.set()
             loop.run_forever()
             loop.run_until_complete(self._runner.cleanup())
@@ -223,10 +272,14 @@ class MockLLM:
         return self
 
     def stop(self) -> None:
+        """Stop serving and free the port (connections to it are then refused); `start()` serves again."""
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(10)
+            if self._thread.is_alive():
+                raise RuntimeError("mock LLM server did not stop")
+        self._loop = self._thread = self._runner = None
 
     def __enter__(self) -> Self:
         return self.start()

@@ -1,28 +1,105 @@
 """The CLI: user errors are one clear message with no traceback; verify names tampered files."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
+import yaml
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "novelty_audit.cli", *args], cwd=cwd, capture_output=True, text=True)
 
 
+def only_stages(project: Path, *names: str) -> None:
+    """Trim the project's dvc.yaml to `names`: verify checks every declared stage, and these tests run only some."""
+    doc = yaml.safe_load((project / "dvc.yaml").read_text())
+    doc["stages"] = {n: doc["stages"][n] for n in names}
+    doc.pop("plots", None)
+    (project / "dvc.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def flip(path: Path, at: int = 100) -> None:
+    data = bytearray(path.read_bytes())
+    data[min(at, len(data) - 1)] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
 def test_verify_passes_then_names_a_flipped_byte(project):
+    only_stages(project, "pin")
     assert cli("stage", "pin", cwd=project).returncode == 0
     ok = cli("verify", cwd=project)
-    assert ok.returncode == 0 and "all match" in ok.stdout
+    assert ok.returncode == 0 and "all match" in ok.stdout, ok.stderr
     target = project / "artifacts/pin/human-only/pairs.parquet"
-    data = bytearray(target.read_bytes())
-    data[100] ^= 0x01
-    target.write_bytes(bytes(data))
+    flip(target)
     bad = cli("verify", cwd=project)
     assert bad.returncode == 1
     assert "artifacts/pin/human-only/pairs.parquet" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_verify_names_the_stage_whose_declared_outputs_are_missing(project):
+    only_stages(project, "pin", "judge")
+    assert cli("stage", "pin", cwd=project).returncode == 0
+    res = cli("verify", cwd=project)
+    assert res.returncode == 1
+    assert "artifacts/judge: declared output is missing" in res.stderr and "(stage judge)" in res.stderr
+    shutil.rmtree(project / "artifacts/pin")  # a checkout where a stage's outputs are gone
+    res = cli("verify", cwd=project)
+    assert "artifacts/pin: declared output is missing" in res.stderr and "(stage pin)" in res.stderr
+
+
+def test_verify_names_a_flipped_byte_in_a_store_object_and_a_corrupt_manifest_without_traceback(project):
+    only_stages(project, "pin")
+    assert cli("stage", "pin", cwd=project).returncode == 0
+    obj = next(p for p in (project / ".novelty-audit/objects").rglob("*") if p.is_file())
+    flip(obj)
+    (project / "artifacts/pin/manifest.json").write_bytes(b'{"stage": "pin", ')
+    res = cli("verify", cwd=project)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert f"{obj.relative_to(project).as_posix()}: store object" in res.stderr
+    assert "artifacts/pin/manifest.json" in res.stderr and "unreadable manifest" in res.stderr
+
+
+def test_verify_names_a_flipped_byte_in_a_call_cache_entry(project):
+    from novelty_audit.judges import CallCache
+
+    only_stages(project, "pin")
+    assert cli("stage", "pin", cwd=project).returncode == 0
+    cache = CallCache(project / ".novelty-audit/cache/calls")
+    cache.put("a" * 64, {"outcome": "valid", "choice": "A", "text": '{"answer": "A"}'})
+    entry = next(p for p in (project / ".novelty-audit/cache/calls").rglob("*.json"))
+    entry.write_bytes(entry.read_bytes().replace(b'"choice":"A"', b'"choice":"B"').replace(b'"choice": "A"', b'"choice": "B"'))
+    res = cli("verify", cwd=project)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert entry.relative_to(project).as_posix() in res.stderr
+
+
+def test_verify_checks_published_reports_against_the_outputs_they_copy(project):
+    only_stages(project, "pin", "judge", "metrics")
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    raw["judge"] = {"datasets": ["human-only"], "tasks": ["pairwise"], "progress": False, "judges": {"always-first": {"backend": "always-first"}}}
+    raw["metrics"]["bootstrap_resamples"] = 0
+    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    for name in ("pin", "judge", "metrics"):
+        res = cli("stage", name, cwd=project)
+        assert res.returncode == 0, res.stderr
+    ok = cli("verify", cwd=project)
+    assert ok.returncode == 0, ok.stderr
+    report = project / "reports/metrics.json"
+    flip(report, at=10)
+    res = cli("verify", cwd=project)
+    assert res.returncode == 1 and "reports/metrics.json: sha256" in res.stderr and "(stage metrics)" in res.stderr
+    assert cli("stage", "metrics", cwd=project).returncode == 0  # the stage republishes its copy on reuse
+    assert cli("verify", cwd=project).returncode == 0
+    (project / "artifacts/.published/metrics.json").unlink()  # a fresh clone: no publish records
+    assert cli("verify", cwd=project).returncode == 0, "an exact copy of a recorded output is vouched for by its manifest"
+    report.write_text("{}")
+    res = cli("verify", cwd=project)
+    assert res.returncode == 1
+    assert "reports/metrics.json: declared output recorded by no stage and equal to no recorded output" in res.stderr
 
 
 def test_a_pin_mismatch_is_one_message_without_traceback(project):

@@ -1,5 +1,6 @@
 """`dvc repro` from a fresh copy: runs every stage, a second repro runs none, status is clean,
-and each stage's dvc.yaml deps cover every module its code digest hashes."""
+each stage's dvc.yaml deps cover every module its code digest hashes and every file in its identity;
+a failing repro leaves the last good outputs in place; failed calls make the repro fail until completed."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 
-from novelty_audit.artifacts import code_digest, load_manifest
+from novelty_audit.artifacts import code_digest, declared_stages, load_manifest, uncovered_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 TOP_LEVEL_SKIP = {".git", ".dvc", ".novelty-audit", "artifacts", "reports", "tests", "benchmarks", ".pytest_cache"}
@@ -23,8 +25,8 @@ def _copy_ignore(directory: str, names: list[str]) -> set[str]:
     return {n for n in names if n in top or n == "__pycache__" or n.endswith(".egg-info")}
 
 
-def _sh(*cmd: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+def _sh(*cmd: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", **(env or {})}
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, timeout=1800)
 
 
@@ -82,3 +84,105 @@ def test_dvc_deps_cover_every_module_in_each_stage_code_digest():
             candidates = {f"{rel}.py", f"{rel}/__init__.py"}
             covered = any(c == d or c.startswith(d.rstrip("/") + "/") for c in candidates for d in deps)
             assert covered, f"dvc.yaml stage {name}: module {module} is hashed in its code digest but not a dep"
+
+
+def test_every_identity_input_of_every_stage_is_a_dvc_dep_of_that_stage(repro):
+    """The default params, every stage: what a stage hashed into its identity, DVC watches (issue 9.6)."""
+    root, _, _ = repro
+    declared = declared_stages(root / "dvc.yaml")
+    for name, spec in declared.items():
+        m = load_manifest(root / "artifacts" / name)
+        assert m.inputs, f"stage {name} records no inputs"
+        assert uncovered_inputs([r.path for r in m.inputs], spec.deps) == [], f"stage {name}"
+
+
+# -- a small pin + judge project: cheap enough for failure cases ------------------------------------------------
+
+CONTROLS = {"always-first": {"backend": "always-first"}, "random": {"backend": "random"}}
+
+
+def _write_params(root: Path, judges: dict, **judge_section) -> None:
+    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw["judge"] = {"datasets": ["human-only"], "tasks": ["pairwise"], "progress": False, "judges": judges, **judge_section}
+    (root / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(REPO, root, ignore=_copy_ignore)
+    doc = yaml.safe_load((root / "dvc.yaml").read_text())
+    doc["stages"] = {n: doc["stages"][n] for n in ("pin", "judge")}
+    doc.pop("plots", None)
+    (root / "dvc.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    _write_params(root, CONTROLS)
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]):
+        res = _sh(*cmd, cwd=root)
+        assert res.returncode == 0, res.stderr
+    return root
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for d in ("artifacts/pin", "artifacts/judge") for p in sorted((root / d).rglob("*")) if p.is_file()}
+
+
+def test_a_failing_repro_leaves_the_last_good_outputs_in_place_and_verify_passes(small):
+    first = _sh("dvc", "repro", cwd=small)
+    assert first.returncode == 0, first.stdout + first.stderr
+    good = _snapshot(small)
+    assert {"artifacts/pin/manifest.json", "artifacts/judge/verdicts.parquet"} <= set(good)
+    params = (small / "params.yaml").read_text()
+
+    wrong_pin = yaml.safe_load(params)
+    wrong_pin["pin"]["datasets"]["human-only"]["sha256"] = "0" * 64
+    (small / "params.yaml").write_text(yaml.safe_dump(wrong_pin, sort_keys=False))
+    res = _sh("dvc", "repro", cwd=small)
+    assert res.returncode != 0 and "does not match its pin" in res.stdout + res.stderr
+    assert _snapshot(small) == good
+    assert _sh("novelty-audit", "verify", cwd=small).returncode == 0
+
+    (small / "params.yaml").write_text(params)
+    _write_params(small, {"typo": {"backend": "always-frist"}})
+    res = _sh("dvc", "repro", cwd=small)
+    assert res.returncode != 0 and "always-frist" in res.stdout + res.stderr
+    assert _snapshot(small) == good
+    verify = _sh("novelty-audit", "verify", cwd=small)
+    assert verify.returncode == 0, verify.stderr
+
+    (small / "params.yaml").write_text(params)
+    again = _sh("dvc", "repro", cwd=small)
+    assert again.returncode == 0 and "Running stage" not in again.stdout, again.stdout
+    status = _sh("dvc", "status", cwd=small)
+    assert "up to date" in status.stdout.lower(), status.stdout
+
+
+def test_failed_calls_make_repro_fail_and_the_next_repro_asks_exactly_them(small):
+    """Issue 17.2: a plain `dvc repro` completes what failed and nothing else; a third runs nothing."""
+    from mock_llm import MockLLM
+
+    assert _sh("dvc", "repro", "pin", cwd=small).returncode == 0
+    ideas = pl.read_parquet(small / "artifacts/pin/human-only/ideas.parquet")
+    pairs = pl.read_parquet(small / "artifacts/pin/human-only/pairs.parquet").sort("pair_id")
+    texts = dict(zip(ideas["idea_id"], ideas["text"]))
+    with MockLLM() as mock:
+        _write_params(small, {"mock": {"backend": "openai", "args": {
+            "model": "mock", "base_url": mock.base_url, "api_key_env": "MOCK_API_KEY", "votes": 1, "max_retries": 0}}})
+        _sh("git", "add", "-A", cwd=small)
+        # Every prompt holding one of these ideas fails, permanently: about a tenth of the request bodies.
+        for idea in pairs["idea_0"].to_list()[::20]:
+            mock.add_rule(texts[idea][:80], "500")
+        env_key = {"MOCK_API_KEY": "sk-test"}
+        first = _sh("dvc", "repro", cwd=small, env=env_key)
+        assert first.returncode != 0, first.stdout
+        assert "calls failed: HTTP 500" in first.stdout + first.stderr
+        failed = int(pl.read_parquet(small / "artifacts/judge/verdicts.parquet")["n_error"].sum())
+        assert 0 < failed < 308
+        asked = mock.count
+        mock.reset()
+        second = _sh("dvc", "repro", cwd=small, env=env_key)
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert mock.count == failed, f"{asked} asked first, {failed} failed, {mock.count} asked again"
+        assert pl.read_parquet(small / "artifacts/judge/verdicts.parquet")["n_error"].sum() == 0
+        third = _sh("dvc", "repro", cwd=small, env=env_key)
+        assert third.returncode == 0 and "Running stage" not in third.stdout and mock.count == failed

@@ -12,10 +12,14 @@ from ._digest import (
     row_digests,
     short_id,
 )
-from ._io import atomic_write_bytes, read_json, read_table, write_json, write_table
+from ._dvc import DeclaredStage, declared_stages, uncovered_inputs
+from ._io import atomic_write_bytes, read_json, read_table, temp_prefix, write_json, write_table
+from ._lock import stage_lock
 from ._manifest import MANIFEST_NAME, FileRecord, StageManifest, file_record, load_manifest, tool_versions, write_manifest
 from ._stage import StageInput, StageResult, execute_stage, stage_identity
+from ._published import publish_copy, published_records, record_published
 from ._store import RunRecord, Store
+from ._temps import clean_stale_temps
 from ._verify import Mismatch, verify_tree
 
 __all__ = [
@@ -30,6 +34,15 @@ __all__ = [
     "digest_table",
     "row_digests",
     "short_id",
+    "DeclaredStage",
+    "declared_stages",
+    "uncovered_inputs",
+    "stage_lock",
+    "clean_stale_temps",
+    "temp_prefix",
+    "publish_copy",
+    "published_records",
+    "record_published",
     "atomic_write_bytes",
     "read_json",
     "read_table",

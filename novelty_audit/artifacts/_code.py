@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import threading
 from pathlib import Path
 
 from .. import __version__
@@ -73,8 +74,25 @@ def _imports_of(name: str, path: Path) -> set[str]:
     return result
 
 
+_LOCK = threading.Lock()
+_DIGESTS: dict[tuple[str, ...], CodeDigest] = {}
+
+
 def code_digest(*roots: str) -> CodeDigest:
-    """Digest the modules reachable from `roots` (module names) within the project packages."""
+    """Digest the modules reachable from `roots` (module names) within the project packages.
+
+    Computed once per `roots` per process, under a lock: `ast.parse` is not thread-safe on CPython 3.11
+    (fan-out threads hashing at once crashed with "AST constructor recursion depth mismatch"), and the
+    code a process runs does not change while it runs.
+    """
+    with _LOCK:
+        found = _DIGESTS.get(roots)
+        if found is None:
+            found = _DIGESTS[roots] = _compute(roots)
+        return found
+
+
+def _compute(roots: tuple[str, ...]) -> CodeDigest:
     seen: dict[str, str] = {}
     todo = list(roots)
     while todo:

@@ -15,7 +15,7 @@ import polars as pl
 
 from ._digest import canonical
 
-__all__ = ["atomic_write_bytes", "write_json", "read_json", "write_table", "read_table"]
+__all__ = ["temp_prefix", "atomic_write_bytes", "write_json", "read_json", "write_table", "read_table"]
 
 
 def _umask() -> int:
@@ -29,10 +29,15 @@ _FILE_MODE = 0o666 & ~_umask()
 _DIR_MODE = 0o777 & ~_umask()
 
 
+def temp_prefix(name: str) -> str:
+    """`.<name>.<pid>.`: temp names carry the writer's pid so `clean_stale_temps` can tell a dead writer's leftovers."""
+    return f".{name}.{os.getpid()}."
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=temp_prefix(path.name), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -61,7 +66,7 @@ def write_table(path: str | Path, df: pl.DataFrame) -> Path:
     """Write a Parquet table atomically. Statistics are off so bytes depend on content only."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=temp_prefix(path.name), suffix=".tmp")
     os.close(fd)
     try:
         df.write_parquet(tmp, compression="zstd", statistics=False)

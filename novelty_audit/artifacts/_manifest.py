@@ -68,9 +68,20 @@ class StageManifest(BaseModel):
     tools: dict[str, str]
     summary: dict[str, Any] = Field(default_factory=dict)
     """Counts and other content-derived facts, e.g. pairs per dataset, exclusions."""
+    complete: bool = True
+    """False when the outputs hold failures that a rerun can fix (failed API calls): published so nothing is
+    lost and verify works, but never reused or restored by identity: the next run computes again."""
+    incomplete_reason: str | None = None
+    """One line saying what is missing, e.g. "12 calls failed: HTTP 500"."""
+
+    def content(self) -> dict[str, Any]:
+        """What is written and hashed. A complete manifest leaves out `complete`/`incomplete_reason`, so its bytes
+        and digest are those of manifests written before the fields existed (the ledger's older runs still verify)."""
+        exclude = {"complete", "incomplete_reason"} if self.complete and self.incomplete_reason is None else set()
+        return self.model_dump(mode="python", exclude=exclude)
 
     def digest(self) -> str:
-        return digest_obj(self.model_dump(mode="python"))
+        return digest_obj(self.content())
 
     def output(self, relpath: str) -> FileRecord:
         for rec in self.outputs:
@@ -114,7 +125,7 @@ def file_record(path: Path, *, relative_to: Path | None = None, key: list[str] |
 
 
 def write_manifest(out_dir: Path, manifest: StageManifest) -> Path:
-    return write_json(Path(out_dir) / MANIFEST_NAME, manifest.model_dump(mode="python"), canonical_floats=True)
+    return write_json(Path(out_dir) / MANIFEST_NAME, manifest.content(), canonical_floats=True)
 
 
 def load_manifest(path: Path) -> StageManifest:
@@ -126,4 +137,10 @@ def load_manifest(path: Path) -> StageManifest:
         raise ManifestMismatchError(f"no manifest at {path}", hint="run the stage first (dvc repro)")
     # Floats were written as fixed strings; they stay strings on reload, and since
     # canonical() maps a float to that same string the manifest digest is unchanged.
-    return StageManifest.model_validate(read_json(path))
+    try:
+        return StageManifest.model_validate(read_json(path))
+    except (OSError, ValueError) as exc:  # orjson.JSONDecodeError and pydantic's ValidationError are ValueErrors
+        raise ManifestMismatchError(
+            f"{path}: unreadable manifest ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
+            hint="rerun the stage to rewrite it (novelty-audit stage <name>, or dvc repro)",
+        ) from None

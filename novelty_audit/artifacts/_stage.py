@@ -6,24 +6,33 @@ publication; the stage supplies a pure `compute(tmp_dir) -> StageResult`.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
+import logging
 import os
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..errors import ManifestMismatchError
 from ._code import PROJECT_PACKAGES, code_digest
 from ._digest import digest_file, digest_obj
-from ._io import _DIR_MODE
+from ._dvc import check_declared_inputs
+from ._io import _DIR_MODE, temp_prefix
+from ._lock import stage_lock
 from ._manifest import MANIFEST_NAME, FileRecord, StageManifest, file_record, load_manifest, tool_versions, write_manifest
 from ._store import Store
+from ._temps import clean_stale_temps
 
 __all__ = ["StageResult", "StageInput", "execute_stage", "stage_identity"]
+
+log = logging.getLogger("novelty_audit.artifacts")
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,11 @@ class StageResult:
     summary: dict[str, Any] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)
     """Run facts (API calls made, cache hits, cost): go to the run log, never to the manifest."""
+    complete: bool = True
+    """False when the outputs hold failures a rerun can fix (failed API calls): they are published and stored,
+    but never reused or restored by identity, so the next run computes again (and asks only what failed)."""
+    incomplete_reason: str | None = None
+    """One line saying what is missing, e.g. "12 calls failed: HTTP 500"."""
 
 
 def _record_path(p: Path, root: Path) -> str:
@@ -89,19 +103,70 @@ def stage_identity(code: str, params_digest: str, inputs: list[FileRecord]) -> s
 def _outputs_match(out_dir: Path, manifest: StageManifest) -> bool:
     for rec in manifest.outputs:
         p = out_dir / rec.path
-        if not p.exists() or digest_file(p) != rec.sha256:
+        if not p.is_file() or digest_file(p) != rec.sha256:
             return False
     return True
 
 
+def _current(out_dir: Path) -> StageManifest | None:
+    """The manifest published in `out_dir`; an unreadable one counts as none (the stage recomputes)."""
+    if not (out_dir / MANIFEST_NAME).is_file():
+        return None
+    try:
+        return load_manifest(out_dir)
+    except ManifestMismatchError as exc:
+        log.warning("%s; recomputing", exc.message)
+        return None
+
+
+def _reusable(current: StageManifest | None, identity: str, out_dir: Path, store: Store) -> bool:
+    if current is None or current.identity != identity or not current.complete:
+        return False
+    # The store names what this identity produced; a published manifest that differs (an edited summary)
+    # is not reused but replaced from the store.
+    stored = store.manifest_digest_for_identity(identity)
+    if stored is not None and stored != current.digest():
+        log.warning("%s differs from the stored manifest of its identity; restoring it", out_dir / MANIFEST_NAME)
+        return False
+    return _outputs_match(out_dir, current)
+
+
+def _stage_tmp(out_dir: Path) -> Path:
+    """`.<stage>.<pid>.<random>` next to `out_dir`: the pid lets the next run remove a killed writer's leftovers."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=temp_prefix(out_dir.name)))
+
+
 def _publish(tmp: Path, out_dir: Path) -> None:
-    # Swap directories so readers see the old outputs or the new ones, never a mix.
+    """Swap `tmp` in as `out_dir`, so readers see the old outputs or the new ones, never a mix.
+
+    Never raises under contention: each attempt moves the current directory aside under a name of its own
+    (pid + random), and when another publisher slipped its directory in between (ENOTEMPTY/EEXIST) the
+    swap is retried. The stage lock makes that rare; this keeps it correct without it.
+    """
     os.chmod(tmp, _DIR_MODE)  # mkdtemp makes it owner-only; the published directory gets the usual mode
-    old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-    if out_dir.exists():
-        os.replace(out_dir, old)
-    os.replace(tmp, out_dir)
-    shutil.rmtree(old, ignore_errors=True)
+    for _ in range(1000):
+        old = out_dir.with_name(f"{temp_prefix(out_dir.name)}{uuid.uuid4().hex[:12]}.old")
+        try:
+            os.replace(out_dir, old)
+        except FileNotFoundError:
+            old = None
+        try:
+            os.replace(tmp, out_dir)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+        finally:
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+    raise OSError(errno.EBUSY, f"could not publish {out_dir}: 1000 concurrent replacements in a row")
+
+
+def _clean_leftovers(out_dir: Path, store: Store) -> None:
+    clean_stale_temps(out_dir.parent, f".{out_dir.name}.*")
+    for sub in ("objects", "manifests"):
+        clean_stale_temps(store.root / sub, ".*.tmp", recursive=True)
 
 
 def execute_stage(
@@ -116,63 +181,72 @@ def execute_stage(
     workdir: Path | None = None,
     force: bool = False,
 ) -> StageManifest:
-    """Run one stage with content-addressed reuse.
+    """Run one stage with content-addressed reuse, holding the stage's lock (`stage_lock`).
 
-    - the outputs in `out_dir` already match this identity → nothing is done;
-    - the store holds outputs for this identity → they are restored byte for byte;
+    - the outputs in `out_dir` already match this identity (and a complete manifest) → nothing is done;
+    - the store holds a complete manifest and intact objects for this identity → they are restored byte for byte;
     - otherwise `compute` writes into a temporary sibling directory that replaces
       `out_dir` only once everything, manifest included, is written.
     `force=True` computes even when the identity is known (the outputs must then be equal).
+    An incomplete result (`StageResult.complete=False`) is published and stored like any other, and the
+    returned manifest says so; it is never reused, so the next run computes again.
+    When `workdir/dvc.yaml` declares this stage with `out_dir` as an out, every identity input must be one
+    of its deps (ConfigError naming the line to add otherwise).
     """
     started = time.perf_counter()
     root = Path(workdir or Path.cwd())
     out_dir = Path(out_dir)
-    code = code_digest(code_root)
-    params_digest = digest_obj(dict(params))
-    in_recs = _input_records(inputs, root)
-    identity = stage_identity(code.digest, params_digest, in_recs)
-    facts: dict[str, Any] = {"stage": name, "identity": identity, "started": datetime.now(timezone.utc).isoformat()}
+    with stage_lock(store.root, name):
+        _clean_leftovers(out_dir, store)
+        code = code_digest(code_root)
+        params_digest = digest_obj(dict(params))
+        in_recs = _input_records(inputs, root)
+        check_declared_inputs(name, [r.path for r in in_recs], out_dir, root)
+        identity = stage_identity(code.digest, params_digest, in_recs)
+        facts: dict[str, Any] = {"stage": name, "identity": identity, "started": datetime.now(timezone.utc).isoformat()}
 
-    if not force and (out_dir / MANIFEST_NAME).exists():
-        current = load_manifest(out_dir)
-        if current.identity == identity and _outputs_match(out_dir, current):
-            store.log_run_facts({**facts, "action": "reused", "seconds": round(time.perf_counter() - started, 4)})
-            return current
+        if not force:
+            current = _current(out_dir)
+            if _reusable(current, identity, out_dir, store):
+                store.log_run_facts({**facts, "action": "reused", "seconds": round(time.perf_counter() - started, 4)})
+                return current
 
-    if not force:
-        known = store.manifest_for_identity(identity)
-        if known is not None:
-            tmp = Path(tempfile.mkdtemp(dir=out_dir.parent if out_dir.parent.exists() else None, prefix=f".{out_dir.name}."))
-            if all(store.restore_file(rec.sha256, tmp / rec.path) for rec in known.outputs):
-                write_manifest(tmp, known)
-                _publish(tmp, out_dir)
-                store.log_run_facts({**facts, "action": "restored", "seconds": round(time.perf_counter() - started, 4)})
-                return known
+            known = store.manifest_for_identity(identity)
+            if known is not None:
+                tmp = _stage_tmp(out_dir)
+                try:
+                    if all(store.restore_file(rec.sha256, tmp / rec.path) for rec in known.outputs):
+                        write_manifest(tmp, known)
+                        _publish(tmp, out_dir)
+                        store.log_run_facts({**facts, "action": "restored", "seconds": round(time.perf_counter() - started, 4)})
+                        return known
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
+
+        tmp = _stage_tmp(out_dir)
+        try:
+            result = compute(tmp)
+            out_recs = [file_record(tmp / rel, relative_to=tmp, key=key) for rel, key in sorted(result.outputs.items())]
+            manifest = StageManifest(
+                stage=name,
+                identity=identity,
+                code=code,
+                params_digest=params_digest,
+                params=dict(params),
+                inputs=in_recs,
+                outputs=out_recs,
+                tools=tool_versions(),
+                summary=result.summary,
+                complete=result.complete,
+                incomplete_reason=None if result.complete else (result.incomplete_reason or "incomplete"),
+            )
+            write_manifest(tmp, manifest)
+            for rec in out_recs:
+                store.put_file(tmp / rec.path, rec.sha256)
+            store.put_manifest(manifest)
+            _publish(tmp, out_dir)
+        finally:
             shutil.rmtree(tmp, ignore_errors=True)
-
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}."))
-    try:
-        result = compute(tmp)
-        out_recs = [file_record(tmp / rel, relative_to=tmp, key=key) for rel, key in sorted(result.outputs.items())]
-        manifest = StageManifest(
-            stage=name,
-            identity=identity,
-            code=code,
-            params_digest=params_digest,
-            params=dict(params),
-            inputs=in_recs,
-            outputs=out_recs,
-            tools=tool_versions(),
-            summary=result.summary,
-        )
-        write_manifest(tmp, manifest)
-        for rec in out_recs:
-            store.put_file(tmp / rec.path, rec.sha256)
-        store.put_manifest(manifest)
-        _publish(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    store.log_run_facts({**facts, **result.facts, "action": "computed", "seconds": round(time.perf_counter() - started, 4)})
-    return manifest
+        action = "computed" if result.complete else "computed-incomplete"
+        store.log_run_facts({**facts, **result.facts, "action": action, "seconds": round(time.perf_counter() - started, 4)})
+        return manifest

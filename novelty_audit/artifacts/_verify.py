@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from ..errors import ManifestMismatchError
 from ._digest import digest_file
 from ._manifest import MANIFEST_NAME, load_manifest
 
@@ -18,7 +19,9 @@ class Mismatch(BaseModel):
     path: str
     expected: str
     actual: str | None
-    """None when the file is missing."""
+    """None when the file is missing or unreadable."""
+    reason: str | None = None
+    """Why, when it is not a plain digest mismatch (an unreadable manifest)."""
 
 
 def verify_tree(artifacts_root: Path) -> tuple[int, list[Mismatch]]:
@@ -26,7 +29,12 @@ def verify_tree(artifacts_root: Path) -> tuple[int, list[Mismatch]]:
     checked = 0
     bad: list[Mismatch] = []
     for mpath in sorted(Path(artifacts_root).glob(f"*/{MANIFEST_NAME}")):
-        m = load_manifest(mpath)
+        try:
+            m = load_manifest(mpath)
+        except ManifestMismatchError as exc:
+            checked += 1
+            bad.append(Mismatch(stage=mpath.parent.name, path=mpath.as_posix(), expected="a readable manifest", actual=None, reason=exc.message))
+            continue
         for rec in m.outputs:
             p = mpath.parent / rec.path
             checked += 1

@@ -6,7 +6,7 @@ from ._api import AuditReport, adjudicate, audit_project, audit_since_last_run
 from ._classify import KEY, classify_changes, config_knobs
 from ._model import CAUSES, Adjudication, AdjudicationRecord, AuditResult, Change, Diff
 from ._render import audit_markdown
-from ._runs import CURRENT, RunSide, audit, audit_sides, current_side, ledger_side
+from ._runs import CURRENT, RunSide, audit, audit_sides, current_run_id, current_side, latest_other_run, ledger_side
 
 __all__ = [
     "ADJUDICATION_FIELDS",
@@ -32,6 +32,8 @@ __all__ = [
     "RunSide",
     "audit",
     "audit_sides",
+    "current_run_id",
     "current_side",
+    "latest_other_run",
     "ledger_side",
 ]

@@ -9,7 +9,7 @@ from ..artifacts import Store
 from ._adjudicate import append_adjudication
 from ._model import AuditResult
 from ._render import audit_markdown
-from ._runs import audit, audit_sides, current_side, ledger_side
+from ._runs import audit, audit_sides, current_side, latest_other_run, ledger_side
 
 if TYPE_CHECKING:  # params.py imports this package for AuditParams: import it lazily
     from ..params import Params
@@ -36,13 +36,19 @@ def audit_project(params: str | Path | Params = "params.yaml", from_run: str | N
 
 
 def audit_since_last_run(params: Params) -> AuditReport | None:
-    """The latest ledger run → the current stage outputs; None when there is nothing to compare yet."""
+    """The latest ledger run of other content → the current stage outputs; None when there is nothing to compare.
+
+    Whether the current outputs are already recorded does not matter (see `latest_other_run`), so running the
+    report again — by `dvc repro`, a flow, or both — writes the same audit.
+    """
     store = Store(params.store.root)
-    runs = store.runs()
     current = current_side(params.store.artifacts)
-    if not runs or "judge" not in current.manifests:
+    if "judge" not in current.manifests:
         return None
-    previous = ledger_side(store, runs[-1].run_id)
+    other = latest_other_run(store, params.store.artifacts)
+    if other is None:
+        return None
+    previous = ledger_side(store, other.run_id)
     if "judge" not in previous.manifests:
         return None
     result = audit_sides(store, previous, current, adjudications=params.audit.adjudications)

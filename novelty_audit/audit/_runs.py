@@ -14,13 +14,13 @@ from typing import Any
 import orjson
 import polars as pl
 
-from ..artifacts import MANIFEST_NAME, StageManifest, Store, digest_file, load_manifest
+from ..artifacts import MANIFEST_NAME, RunRecord, StageManifest, Store, digest_file, load_manifest
 from ..errors import ManifestMismatchError, NoveltyAuditError
 from ._adjudicate import index_adjudications, load_adjudications
 from ._classify import classify_changes
 from ._model import AuditResult
 
-__all__ = ["RunSide", "ledger_side", "current_side", "audit", "audit_sides", "CURRENT"]
+__all__ = ["RunSide", "ledger_side", "current_side", "current_run_id", "latest_other_run", "audit", "audit_sides", "CURRENT"]
 
 CURRENT = "current"
 """The RUN name for the stage outputs in the working tree (not yet, or not necessarily, recorded)."""
@@ -47,6 +47,34 @@ def current_side(artifacts: str | Path, stages: tuple[str, ...] = ("pin", "judge
         if (Path(artifacts) / name / MANIFEST_NAME).exists():
             out[name] = load_manifest(Path(artifacts) / name)
     return RunSide(CURRENT, out)
+
+
+def current_run_id(artifacts: str | Path) -> str | None:
+    """The run id the stage outputs now in `artifacts/` would be recorded under (None when there are none).
+
+    Every `artifacts/<stage>/` with a manifest counts, as in `record_run`: recorded runs and the working
+    outputs are told apart by content, never by position in the ledger.
+    """
+    root = Path(artifacts)
+    if not root.is_dir():
+        return None
+    digests = {
+        d.name: load_manifest(d).digest()
+        for d in sorted(root.iterdir())
+        if d.is_dir() and not d.name.startswith(".") and (d / MANIFEST_NAME).exists()
+    }
+    return RunRecord.run_id_for(digests) if digests else None
+
+
+def latest_other_run(store: Store, artifacts: str | Path) -> RunRecord | None:
+    """The latest ledger run whose content differs from the current stage outputs (None if there is none).
+
+    The run the current outputs are compared with: the same whether or not they were recorded already, so
+    the report's audit is the same after `dvc repro`, after a flow run, and after either run again.
+    """
+    current = current_run_id(artifacts)
+    others = [r for r in store.runs() if r.run_id != current]
+    return others[-1] if others else None
 
 
 def _object(store: Store, manifest: StageManifest, rel: str) -> Path:
@@ -131,9 +159,11 @@ def audit(
 ) -> AuditResult:
     """Audit verdict changes between two runs of the ledger (default: its last two).
 
-    A RUN is a run id or git revision (prefixes allowed, latest match wins), or `current` for
-    the stage outputs in `artifacts`. With only `to_run` given, `from_run` is the ledger run
-    before it; with only `from_run` given, `to_run` is the latest run.
+    The ledger holds one record per distinct run, latest last, so the default compares the last two
+    distinct runs. A RUN is a run id or git revision (prefixes allowed; one that matches several runs is
+    an error listing them), or `current` for the stage outputs in `artifacts`. With only `to_run` given,
+    `from_run` is the ledger run before it (for `current`: the latest run of other content); with only
+    `from_run` given, `to_run` is the latest run.
     """
     runs = store.runs()
     if from_run is None or to_run is None:
@@ -148,7 +178,14 @@ def audit(
         else:
             to_side = _resolve(store, to_run, artifacts)
             ids = [r.run_id for r in runs]
-            position = len(runs) if to_side.label == CURRENT else max(i for i, r in enumerate(ids) if r == to_side.label)
+            if to_side.label == CURRENT:
+                # `current` may already be recorded (it is, right after `dvc repro`): compare it with the latest
+                # run of other content, never with itself.
+                current = current_run_id(artifacts) if artifacts is not None else None
+                others = [i for i, r in enumerate(ids) if r != current]
+                position = others[-1] + 1 if others else 0
+            else:
+                position = ids.index(to_side.label)
         if from_run is None:
             if position < 1:
                 raise NoveltyAuditError(

@@ -59,6 +59,9 @@ class FlowsParams(Frozen):
     """Scheduler address of an existing cluster (dask: tcp://host:8786; ray: ray://host:10001); null = start a local one."""
     dask_processes: bool = False
     """Local Dask cluster only: worker processes (true) or threads in this process (false)."""
+    dask_host: str = "127.0.0.1"
+    """Local Dask cluster only: the interface its scheduler, workers and their HTTP (dashboard) servers listen on,
+    each on a free port; the default keeps them off the network. Set e.g. 0.0.0.0 to reach the dashboard remotely."""
     chunk_size: int = Field(default=50, ge=1)
     """Pairs per judge task when judge work fans out."""
     limits: dict[str, BackendLimit] = Field(default_factory=dict)

@@ -21,13 +21,13 @@ class JudgeSpec(Frozen):
     backend: str
     """Registered backend name (`novelty-audit judges` lists them), e.g. always-first, openai, distance-yin."""
     enabled: bool = True
-    """Disabled judges stay configured (and listed) but do not run; API judges ship disabled."""
+    """Disabled judges stay configured, listed and validated, but do not run; API judges ship disabled."""
     optional: bool = False
     """Leave the judge out (recorded in the stage summary) when its optional extra is not installed."""
     refresh: bool = False
     """Bypass this judge's call cache and record fresh answers (drift checks); run the stage with --force."""
     args: dict[str, Any] = Field(default_factory=dict)
-    """Backend arguments, validated by the backend's own typed model when the judge is built."""
+    """Backend arguments, validated by the backend's own typed model when params load (enabled or not)."""
 
 
 class Price(Frozen):
@@ -56,6 +56,10 @@ class JudgeParams(Frozen):
     """Model name → price; an API judge whose model has no price counts its calls as free."""
     progress: bool = True
     """Show a progress bar for API judges (stderr only)."""
+    on_error: Literal["fail", "record"] = "fail"
+    """What a run with failed calls does. Either way its outputs are published (marked incomplete) and the
+    next run asks the failed calls again. fail: the stage then exits 3, so `dvc repro` does not record it and
+    reruns it next time. record: exit 0; DVC then treats the stage as done until an input changes."""
     judges: dict[str, JudgeSpec] = Field(default_factory=dict)
     """Judge id → spec. The id names the judge in every output table."""
 

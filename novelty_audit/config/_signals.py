@@ -36,7 +36,7 @@ class LLMSpec(Frozen):
     model: str = "gpt-4o-mini"
     """Model name sent to the endpoint; part of every call-cache key."""
     base_url: str | None = None
-    """Endpoint (None: the SDK default). Not part of the cache key: the model name identifies the answers."""
+    """Endpoint (None: the SDK default). Part of every call-cache key (normalized; never the key)."""
     api_key_env: str = "OPENAI_API_KEY"
     """Name of the environment variable holding the API key."""
     temperature: float = 0.0
@@ -68,7 +68,15 @@ class SignalsParams(Frozen):
     )
     """Review sections scanned for signals. The summary paraphrases the authors' own claims, so it is off."""
     markdown: list[PinnedFile] = Field(default_factory=list)
-    """Review files in the markdown export format (one paper per file)."""
+    """Review files in the markdown export format (one paper per file), each pinned by its sha256."""
+    markdown_dir: str | None = None
+    """The review directory: every `*.md` under it (but `markdown_ignore`) must be pinned in `markdown`; an
+    unpinned one stops the stage, and `novelty-audit signals --accept` pins it. None: only `markdown` is read."""
+    markdown_index: str | None = None
+    """Tab-separated index of the review files, relative to `markdown_dir` (column `file`, optional `title`,
+    checked against the file's `# <title>` line). It must list exactly the review files there. None: no index."""
+    markdown_ignore: list[str] = Field(default_factory=list)
+    """Files under `markdown_dir` (relative to it) that are not reviews, e.g. its SOURCE.md."""
     openreview: list[PinnedFile] = Field(default_factory=list)
     """OpenReview API v2 dumps: JSON of submissions fetched with details=replies."""
     review_sentences_novelty: PinnedFile | None = None

@@ -30,9 +30,10 @@ from ._base import (
     parse_args,
     pointwise_row,
 )
-from ._build import Built, build_judges, judge_catalog
-from ._cache import CallCache, call_key
-from ._llm import Budget, LLMArgs, LLMJudge, Sampling
+from ._budget import Budget
+from ._build import Built, build_judges, judge_catalog, validate_judges
+from ._cache import CallCache, CallClaim, call_key, endpoint_id, verify_caches
+from ._llm import LLMArgs, LLMJudge, Sampling
 from ._prompts import load_prompt, parse_verdict, prompt_names
 from ._protocol import ORDERS, Call, CallResult, VoteJudge
 from ._registry import Registry
@@ -58,6 +59,7 @@ __all__ = [
     "Built",
     "Call",
     "CallCache",
+    "CallClaim",
     "CallResult",
     "Idea",
     "IdeaScore",
@@ -79,6 +81,7 @@ __all__ = [
     "VoteJudge",
     "build_judges",
     "call_key",
+    "endpoint_id",
     "evidence_digest",
     "judge_catalog",
     "judge_stage_inputs",
@@ -91,4 +94,6 @@ __all__ = [
     "pointwise_row",
     "prompt_names",
     "run_judges",
+    "validate_judges",
+    "verify_caches",
 ]

@@ -4,12 +4,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigError
 from ._base import JUDGES, Judge, JudgeContext, parse_args
-from ._llm import Answer, FatalCallError, LLMArgs, LLMJudge, RetryableError
-from ._openai import _retry_after
+from ._llm import Answer, LLMArgs, LLMJudge, Payload, RetryableError, expect, json_body, usage_tokens
 
-__all__ = ["AnthropicJudge"]
+__all__ = ["AnthropicJudge", "read_anthropic_answer"]
+
+
+def read_anthropic_answer(data: dict[str, Any]) -> Answer:
+    """The answer in a Messages API response body; a body without a content list is malformed (retried)."""
+    blocks = expect(data, "content", list)
+    texts = []
+    for block in blocks:
+        if not isinstance(block, dict):
+            raise RetryableError("malformed response", f"a content block is {type(block).__name__}, expected object")
+        if block.get("type") == "text":
+            texts.append(expect(block, "text", str))
+    stop = expect(data, "stop_reason", str, optional=True)
+    usage = data.get("usage")
+    return Answer(
+        text="".join(texts),
+        refused=stop == "refusal",
+        finish_reason=stop,
+        input_tokens=usage_tokens(usage, "input_tokens"),
+        output_tokens=usage_tokens(usage, "output_tokens"),
+        provider_model=data.get("model") if isinstance(data.get("model"), str) else None,
+    )
 
 
 class AnthropicJudge(LLMJudge):
@@ -20,14 +39,16 @@ class AnthropicJudge(LLMJudge):
 
     sdk_module = "anthropic"  # a core dependency, imported only when an API judge is built
     client_class = "AsyncAnthropic"
+    default_base_url = "https://api.anthropic.com"
 
-    async def _send(self, client: Any, messages: list[dict[str, str]]) -> Answer:
-        sdk, s = self._sdk, self.args.sampling
-        system = "\n".join(m["content"] for m in messages if m["role"] == "system")
+    async def _send(self, client: Any, payload: Payload) -> Answer:
+        assert isinstance(payload, list), "the anthropic backend speaks only the chat (Messages) API"
+        s = self.args.sampling
+        system = "\n".join(m["content"] for m in payload if m["role"] == "system")
         body: dict[str, Any] = {
             "model": self.args.model,
             "max_tokens": s.max_tokens,
-            "messages": [m for m in messages if m["role"] != "system"],
+            "messages": [m for m in payload if m["role"] != "system"],
         }
         if system:
             body["system"] = system
@@ -36,34 +57,11 @@ class AnthropicJudge(LLMJudge):
             if getattr(s, name) is not None:
                 # Sent as raw body fields: recent SDKs dropped them from the typed signature, the API keeps them.
                 extra[name] = getattr(s, name)
-        try:
-            resp = await client.messages.create(**body, extra_body=extra or None)
-        except sdk.AuthenticationError:
-            raise ConfigError(f"judge {self.name}: the endpoint rejected the key from {self.key_env}", hint="check the key") from None
-        except (sdk.PermissionDeniedError, sdk.NotFoundError) as exc:
-            raise ConfigError(f"judge {self.name}: {type(exc).__name__} for model '{self.args.model}' ({exc.status_code})") from None
-        except sdk.RateLimitError as exc:
-            raise RetryableError("429 rate limited", _retry_after(exc)) from None
-        except sdk.APITimeoutError:
-            raise RetryableError("timeout") from None
-        except sdk.APIConnectionError as exc:
-            raise RetryableError(f"connection error: {type(exc).__name__}") from None
-        except sdk.APIStatusError as exc:
-            if exc.status_code >= 500 or exc.status_code in (408, 409, 529):
-                raise RetryableError(f"HTTP {exc.status_code}", _retry_after(exc)) from None
-            raise FatalCallError(f"HTTP {exc.status_code}") from None
-        text = "".join(getattr(b, "text", "") for b in resp.content if getattr(b, "type", None) == "text")
-        return Answer(
-            text=text,
-            refused=resp.stop_reason == "refusal",
-            finish_reason=resp.stop_reason,
-            input_tokens=int(resp.usage.input_tokens or 0),
-            output_tokens=int(resp.usage.output_tokens or 0),
-            provider_model=resp.model,
-        )
+        raw = await self._request(client.messages.with_raw_response.create(**body, extra_body=extra or None))
+        return read_anthropic_answer(json_body(raw))
 
 
-@JUDGES.register("anthropic")
+@JUDGES.register("anthropic", args=LLMArgs)
 def anthropic_judge(ctx: JudgeContext, **args: Any) -> Judge:
     """A Claude judge through the Anthropic Messages API."""
     return AnthropicJudge(ctx, parse_args(LLMArgs, args, ctx))

@@ -8,7 +8,7 @@ How to add a backend
        from ._base import JUDGES, Judge, JudgeContext, IdeaScore, ScoreJudge, parse_args
        from ..errors import require
 
-       @JUDGES.register("distance-yin")
+       @JUDGES.register("distance-yin", args=YinArgs)   # args: checked at load, enabled or not
        def yin(ctx: JudgeContext, **args) -> Judge:
            cfg = parse_args(YinArgs, args, ctx)          # typed, extra="forbid": typos fail early
            st = require("sentence_transformers", extra="embed")   # heavy import inside the factory
@@ -20,7 +20,8 @@ How to add a backend
 2. Import the module from `novelty_audit/judges/__init__.py` so registration happens.
 3. Pick a base class:
    - `ScoreJudge`: the backend scores each idea on its own (distance judges). Implement
-     `score_ideas(ideas) -> {idea_id: IdeaScore}` and `config()`; the base turns scores into pairwise
+     `score_ideas({score key: idea}) -> {score key: IdeaScore}` and `config()` (the key digests the
+     idea's text and title, never its id); the base turns scores into pairwise
      verdicts (larger score wins, equal → tie, a missing score → `none`) and pointwise predictions.
    - `VoteJudge` (in `_protocol.py`): the backend answers `Call`s (one item, one presentation order,
      one vote index) with a `CallResult`; the base runs orders × votes, maps each answer back to idea
@@ -39,6 +40,7 @@ Row schemas follow docs/design/tables.md (`PAIRWISE_SCHEMA`, `POINTWISE_SCHEMA`,
 from __future__ import annotations
 
 import statistics
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,7 +51,7 @@ import orjson
 import polars as pl
 from pydantic import BaseModel, ValidationError
 
-from ..artifacts import code_digest, digest_obj
+from ..artifacts import code_digest, digest_bytes, digest_obj
 from ..errors import ConfigError
 from ._registry import Registry
 
@@ -63,6 +65,7 @@ __all__ = [
     "POINTWISE_SCHEMA",
     "POSITIVE",
     "TIE",
+    "UNSPECIFIED_REASON",
     "Idea",
     "IdeaScore",
     "Judge",
@@ -85,8 +88,11 @@ TIE = "tie"
 NONE = "none"
 POSITIVE = "POSITIVE"
 NEGATIVE = "NEGATIVE"
-OUTCOMES = ("invalid", "refusal", "error")
-"""Call outcomes that are not a valid vote. A vote list holds idea ids (or `tie` for score judges) or these."""
+OUTCOMES = ("invalid", "refusal", "error", "truncated")
+"""Call outcomes that are not a valid vote. A vote list holds idea ids (or `tie` for score judges) or these.
+`truncated`: the answer was cut at max_tokens before a verdict could be read (finish_reason length)."""
+UNSPECIFIED_REASON = "unspecified"
+"""The error reason of a failed call whose backend gave none (e.g. an imported `error` vote)."""
 
 PAIRWISE_SCHEMA: dict[str, pl.DataType] = {
     "dataset": pl.String,
@@ -104,6 +110,8 @@ PAIRWISE_SCHEMA: dict[str, pl.DataType] = {
     "n_invalid": pl.Int64,
     "n_refusal": pl.Int64,
     "n_error": pl.Int64,
+    "n_truncated": pl.Int64,
+    "error_reasons": pl.List(pl.String),
     "score_0": pl.Float64,
     "score_1": pl.Float64,
     "config_digest": pl.String,
@@ -113,7 +121,6 @@ PAIRWISE_SCHEMA: dict[str, pl.DataType] = {
     "call_digests": pl.List(pl.String),
     "provider_model": pl.String,
     "cost_usd": pl.Float64,
-    "latency_s": pl.Float64,
     "evidence_titles": pl.List(pl.String),
 }
 POINTWISE_SCHEMA: dict[str, pl.DataType] = {
@@ -127,6 +134,8 @@ POINTWISE_SCHEMA: dict[str, pl.DataType] = {
     "n_invalid": pl.Int64,
     "n_refusal": pl.Int64,
     "n_error": pl.Int64,
+    "n_truncated": pl.Int64,
+    "error_reasons": pl.List(pl.String),
     "config_digest": pl.String,
     "evidence_digest": pl.String,
     "code_digest": pl.String,
@@ -254,10 +263,13 @@ def pairwise_row(
     call_digests: Sequence[str] = (),
     provider_model: str | None = None,
     cost_usd: float = 0.0,
-    latency_s: float = 0.0,
     evidence_titles: Sequence[str] = (),
+    error_reasons: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """One verdicts.parquet row; judge-level columns (config, code digests) come from `judge`."""
+    """One verdicts.parquet row; judge-level columns (config, code digests) come from `judge`.
+
+    `error_reasons`: one short reason per failed call (outcome `error`), stored sorted. Run facts such as
+    latency never enter a row: the table is hashed and must be identical for identical answers."""
     allowed = {pair.idea_0.idea_id, pair.idea_1.idea_id, TIE, NONE}
     for v in (verdict, verdict_forward, verdict_reverse):
         if v is not None and v not in allowed:
@@ -278,6 +290,8 @@ def pairwise_row(
         "n_invalid": int(counts.get("invalid", 0)),
         "n_refusal": int(counts.get("refusal", 0)),
         "n_error": int(counts.get("error", 0)),
+        "n_truncated": int(counts.get("truncated", 0)),
+        "error_reasons": _reasons(error_reasons, counts, f"pair {pair.pair_id}"),
         "score_0": score_0,
         "score_1": score_1,
         "config_digest": judge.config_digest,
@@ -287,7 +301,6 @@ def pairwise_row(
         "call_digests": list(call_digests),
         "provider_model": provider_model,
         "cost_usd": float(cost_usd),
-        "latency_s": float(latency_s),
         "evidence_titles": list(evidence_titles),
     }
 
@@ -300,8 +313,9 @@ def pointwise_row(
     score: float | None,
     counts: Mapping[str, int],
     evidence_parts: Mapping[str, str],
+    error_reasons: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """One pointwise.parquet row."""
+    """One pointwise.parquet row (`error_reasons` as in `pairwise_row`)."""
     if predicted not in (POSITIVE, NEGATIVE, NONE):
         raise ValueError(f"pointwise prediction {predicted!r} for idea {item.idea.idea_id} is not POSITIVE/NEGATIVE/none")
     return {
@@ -315,10 +329,20 @@ def pointwise_row(
         "n_invalid": int(counts.get("invalid", 0)),
         "n_refusal": int(counts.get("refusal", 0)),
         "n_error": int(counts.get("error", 0)),
+        "n_truncated": int(counts.get("truncated", 0)),
+        "error_reasons": _reasons(error_reasons, counts, f"idea {item.idea.idea_id}"),
         "config_digest": judge.config_digest,
         "evidence_digest": evidence_digest(evidence_parts),
         "code_digest": judge.code_digest,
     }
+
+
+def _reasons(reasons: Sequence[str], counts: Mapping[str, int], what: str) -> list[str]:
+    n_error = int(counts.get("error", 0))
+    if reasons and len(reasons) != n_error:
+        raise ValueError(f"{what}: {len(reasons)} error reasons for {n_error} failed call(s)")
+    # A backend that gives no reasons still gets one entry per failed call, so counts and reasons agree.
+    return sorted(reasons) if reasons else [UNSPECIFIED_REASON] * n_error
 
 
 def judges_row(judge: Judge) -> dict[str, Any]:
@@ -334,6 +358,7 @@ def judges_row(judge: Judge) -> dict[str, Any]:
 # -- the interface -----------------------------------------------------------------------------------
 
 _CODE_DIGESTS: dict[tuple[str, ...], str] = {}
+_CODE_DIGESTS_LOCK = threading.Lock()
 
 
 class Judge(ABC):
@@ -361,10 +386,12 @@ class Judge(ABC):
     @property
     def code_digest(self) -> str:
         mods = self.code_modules()
-        if mods not in _CODE_DIGESTS:
-            # Source files do not change within a process; digest each closure once.
-            _CODE_DIGESTS[mods] = code_digest(*mods).digest
-        return _CODE_DIGESTS[mods]
+        # Source files do not change within a process; digest each closure once. Judges run in threads
+        # (flows, the call-cache writer): the lock makes every thread see the one digest, computed once.
+        with _CODE_DIGESTS_LOCK:
+            if mods not in _CODE_DIGESTS:
+                _CODE_DIGESTS[mods] = code_digest(*mods).digest
+            return _CODE_DIGESTS[mods]
 
     @abstractmethod
     def judge(self, pairs: Sequence[PairItem], points: Sequence[PointItem]) -> JudgeOutput:
@@ -397,35 +424,59 @@ class ScoreJudge(Judge):
     Votes are a single entry (`votes_forward`: [winner id | tie | invalid]); there is no reverse order.
     Pointwise: `score` is the raw score; `predicted` is POSITIVE when score ≥ the threshold, where the
     threshold is `self.threshold`, or when that is None the median score of the dataset's pointwise ideas.
+
+    Scores are looked up by content, never by idea id: `score_key(idea)` digests everything about the
+    idea that decides its score (the judge's config fixes the rest), ideas with equal keys are scored
+    once, and one idea id holding different texts in two datasets gets two scores. A row's
+    `idea_*_text` evidence is the sha256 of the very text that was scored.
     """
 
     threshold: float | None = None
 
-    @abstractmethod
-    def score_ideas(self, ideas: Sequence[Idea]) -> dict[str, IdeaScore]:
-        """Score every idea (unique by idea_id); return {idea_id: IdeaScore} covering all of them."""
+    def score_key(self, idea: Idea) -> str:
+        """Digest of what decides this idea's score besides the judge's config: by default its exact
+        text and its title (a leakage filter may compare titles). Override to drop what is not used."""
+        return digest_obj({"text": digest_bytes(idea.text.encode("utf-8")), "title": idea.title})
 
-    def _scores(self, ideas: Sequence[Idea]) -> dict[str, IdeaScore]:
-        unique = list({i.idea_id: i for i in ideas}.values())
-        scores = self.score_ideas(unique)
-        missing = [i.idea_id for i in unique if i.idea_id not in scores]
+    @abstractmethod
+    def score_ideas(self, ideas: Mapping[str, Idea]) -> dict[str, IdeaScore]:
+        """Score each idea of {score key: idea}; return {score key: IdeaScore} covering every key."""
+
+    def _scores(self, ideas: Sequence[Idea]) -> tuple[dict[str, IdeaScore], dict[Idea, str]]:
+        """(scores by score key, score key of each distinct idea value)."""
+        unique: dict[str, Idea] = {}
+        key_of: dict[Idea, str] = {}
+        for i in ideas:
+            if i not in key_of:
+                key_of[i] = self.score_key(i)
+                unique.setdefault(key_of[i], i)
+        scores = self.score_ideas(unique) if unique else {}
+        missing = [k for k in unique if k not in scores]
         if missing:
-            raise RuntimeError(f"judge {self.name}: score_ideas returned no entry for {len(missing)} idea(s): {missing[:5]}")
-        return scores
+            ids = sorted({unique[k].idea_id for k in missing})
+            raise RuntimeError(f"judge {self.name}: score_ideas returned no entry for {len(missing)} idea(s): {ids[:5]}")
+        return scores, key_of
 
     def judge(self, pairs: Sequence[PairItem], points: Sequence[PointItem]) -> JudgeOutput:
         ideas = [i for p in pairs for i in p.ideas] + [pt.idea for pt in points]
-        scores = self._scores(ideas) if ideas else {}
+        scores, key_of = self._scores(ideas)
+
+        def score(idea: Idea) -> IdeaScore:
+            return scores[key_of[idea]]
+
+        def text(idea: Idea) -> str:
+            return digest_bytes(idea.text.encode("utf-8"))
+
         out = JudgeOutput()
         for pair in pairs:
-            s0, s1 = scores[pair.idea_0.idea_id], scores[pair.idea_1.idea_id]
+            s0, s1 = score(pair.idea_0), score(pair.idea_1)
             if s0.score is None or s1.score is None:
                 verdict, counts = NONE, {"invalid": 1}
                 vote = "invalid"
             else:
                 verdict = pair.idea_0.idea_id if s0.score > s1.score else pair.idea_1.idea_id if s1.score > s0.score else TIE
                 counts, vote = {"valid": 1}, verdict
-            parts = {"idea_0_text": pair.idea_0.text_digest, "idea_1_text": pair.idea_1.text_digest}
+            parts = {"idea_0_text": text(pair.idea_0), "idea_1_text": text(pair.idea_1)}
             for slot, s in (("idea_0", s0), ("idea_1", s1)):
                 parts.update({f"{slot}_{k}": v for k, v in s.evidence_parts.items()})
             titles = list(s0.evidence_titles) + list(s1.evidence_titles)
@@ -438,12 +489,12 @@ class ScoreJudge(Judge):
             )  # fmt: skip
         by_dataset: dict[str, list[float]] = {}
         for pt in points:
-            s = scores[pt.idea.idea_id].score
+            s = score(pt.idea).score
             if s is not None:
                 by_dataset.setdefault(pt.dataset, []).append(s)
         for pt in points:
-            s = scores[pt.idea.idea_id]
-            parts = {"idea_text": pt.idea.text_digest, **s.evidence_parts}
+            s = score(pt.idea)
+            parts = {"idea_text": text(pt.idea), **s.evidence_parts}
             if s.score is None:
                 predicted, counts = NONE, {"invalid": 1}
             else:

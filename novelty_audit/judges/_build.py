@@ -1,16 +1,22 @@
-"""Build judges from params.yaml: judge id → spec → registered backend factory (one hop)."""
+"""Build judges from params.yaml: judge id → spec → registered backend factory (one hop).
+
+Every configured judge is checked — enabled or not — against its backend's registered args model
+before anything is built: `enabled: false` only means "do not run", never "not checked".
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..config import JudgeParams
-from ..errors import MissingDependencyError
-from ._base import JUDGES, Judge, JudgeContext
-from ._llm import Budget
+from pydantic import ValidationError
 
-__all__ = ["Built", "build_judges", "judge_catalog"]
+from ..config import JudgeParams
+from ..errors import ConfigError, MissingDependencyError, UnknownNameError
+from ._base import JUDGES, Judge, JudgeContext
+from ._budget import Budget
+
+__all__ = ["Built", "build_judges", "judge_catalog", "validate_judges"]
 
 
 class Built(NamedTuple):
@@ -21,12 +27,54 @@ class Built(NamedTuple):
     """judge id → why (the missing dependency and the extra to install)."""
 
 
+def validate_judges(jp: JudgeParams, *, source: str = "params.yaml") -> None:
+    """Check every configured judge's backend and args without building a client or importing an extra.
+
+    Raises UnknownNameError (close matches in the hint) when the only problems are unknown backends,
+    otherwise ConfigError; either lists every problem as `judge.judges.<id>.<field>: why`."""
+    problems: list[str] = []
+    hints: list[str] = []
+    unknown_only = True
+    for name, spec in sorted(jp.judges.items()):
+        if spec.backend not in JUDGES.names():
+            err = JUDGES.unknown(spec.backend)
+            problems.append(f"judge.judges.{name}.backend: {err.message} ({err.hint})")
+            hints.append(f"{name}: {err.hint}")
+            continue
+        model = JUDGES.args_model(spec.backend)
+        if model is None:
+            continue
+        try:
+            model.model_validate(dict(spec.args))
+        except ValidationError as exc:
+            unknown_only = False
+            for e in exc.errors():
+                loc = ".".join(str(p) for p in e["loc"])
+                problems.append(f"judge.judges.{name}.args{'.' + loc if loc else ''}: {e['msg']}")
+            hints.append(f"{name} ({spec.backend}) args: {', '.join(model.model_fields)}")
+    if not problems:
+        return
+    message = f"{source}: invalid judge configuration\n" + "\n".join(f"  {p}" for p in problems)
+    hint = "; ".join(hints) + " — every configured judge is checked, enabled or not (`novelty-audit judges` lists the backends)"
+    raise (UnknownNameError if unknown_only else ConfigError)(message, hint=hint)
+
+
 def build_judges(
-    jp: JudgeParams, *, store_root: str | Path, names: list[str] | None = None, progress: bool | None = None
+    jp: JudgeParams,
+    *,
+    store_root: str | Path,
+    names: list[str] | None = None,
+    progress: bool | None = None,
+    budget: Budget | None = None,
 ) -> Built:
-    """Build every enabled judge (or `names`) sorted by id, sharing one budget. Unknown backends fail
-    with close matches; bad args fail naming the judge and field — all before any call is made."""
-    budget = Budget(jp.budget_usd)
+    """Build every enabled judge (or `names`) sorted by id, sharing one budget.
+
+    Every configured judge is validated first (`validate_judges`), so a typo fails before any call.
+    `budget`: pass the run's budget when one run builds its judges in several places (fan-out chunks);
+    by default a new one is made for this run, its spend kept under `<store_root>/budget/`."""
+    validate_judges(jp)
+    if budget is None:
+        budget = Budget.for_run(jp.budget_usd, store_root)
     judges: list[Judge] = []
     skipped: dict[str, str] = {}
     for name, spec in sorted(jp.judges.items()):
@@ -58,7 +106,9 @@ def build_judges(
 
 
 def judge_catalog(jp: JudgeParams) -> dict[str, Any]:
-    """Registered backends and configured judges (for `novelty-audit judges`); builds nothing."""
+    """Registered backends and configured judges (for `novelty-audit judges`); validates every
+    configured judge, builds nothing."""
+    validate_judges(jp)
     return {
         "backends": {name: (JUDGES.get(name).__doc__ or "").strip().splitlines()[0] if JUDGES.get(name).__doc__ else "" for name in JUDGES.names()},
         "judges": [

@@ -1,29 +1,84 @@
 """The call cache: one JSON file per answered call under `<store root>/cache/calls/`, no expiry.
 
-Key = digest(backend, model, output-affecting sampling settings, exact prompt bytes, vote index) — never
-retries, timeouts, concurrency, endpoints or keys. Each entry is written atomically as soon as its call
-returns, so a killed run loses no completed call. Calls that ended in an error after retries are not
-cached: the next run asks again. `refresh` bypasses reads; the replaced entry moves to `history/`.
+Key = digest(backend, model, endpoint, output-affecting sampling settings, exact prompt bytes, vote index)
+— never retries, timeouts, concurrency or keys. The endpoint is the normalized base URL (credentials,
+query and fragment dropped), so the same model name on two servers never shares answers.
+
+Each entry is written atomically as soon as its call returns, so a killed run loses no completed call.
+Each entry carries its key and the sha256 of its value; `get` checks both and moves an entry that fails
+to `corrupt/` with a warning, so the call is asked again rather than a damaged answer used. Calls that
+ended in an error after retries are not cached: the next run asks again. `refresh` bypasses reads; the
+replaced entry moves to `history/`.
+
+`try_claim` gives one process at a time the right to send a call (a flock'd file under `claims/`), so two
+processes sharing a store never pay for the same call twice.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import logging
+import os
+import re
+import threading
 from pathlib import Path
+from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
-from ..artifacts import atomic_write_bytes, digest_bytes, digest_obj
+from ..artifacts import atomic_write_bytes, clean_stale_temps, digest_bytes, digest_obj
+from ..errors import BadInputError, ConfigError
 
-__all__ = ["CallCache", "call_key"]
+__all__ = ["CallCache", "CallClaim", "call_key", "endpoint_id", "verify_call_cache", "verify_caches"]
+
+log = logging.getLogger(__name__)
+
+ENTRY_FORMAT = 2
+"""Entries of format 1 (before checksums) were bare values; their keys (no endpoint) are never looked up."""
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def call_key(*, backend: str, model: str, sampling: dict[str, Any], prompt_bytes: bytes, vote_index: int) -> str:
-    """The identity of one call: everything that decides its answer, nothing that does not."""
+def endpoint_id(backend: str, endpoint: str | None) -> str:
+    """The identity of the server that answers: a normalized base URL, or `<backend>:default` for the
+    provider's own endpoint. A value without `://` (e.g. `local` for an in-process model) is kept as is.
+
+    User info, query and fragment are dropped: they may carry credentials, and a key never enters a key."""
+    if endpoint is None or not endpoint.strip():
+        return f"{backend}:default"
+    text = endpoint.strip()
+    if "://" not in text:
+        return text
+    parts = urlsplit(text)
+    try:
+        port = parts.port
+    except ValueError:
+        raise ConfigError(f"base_url of a {backend} judge has an invalid port", hint="e.g. http://127.0.0.1:8000/v1") from None
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    if port is not None and _DEFAULT_PORTS.get(scheme) != port:
+        host = f"{host}:{port}"
+    path = re.sub(r"/+", "/", parts.path).rstrip("/")
+    return f"{scheme}://{host}{path}"
+
+
+def call_key(
+    *, backend: str, model: str, endpoint: str | None, sampling: dict[str, Any], prompt_bytes: bytes, vote_index: int
+) -> str:
+    """The identity of one call: everything that decides its answer, nothing that does not.
+
+    `endpoint` is the base URL the request goes to (None: the provider's default endpoint); it is
+    normalized by `endpoint_id`."""
     return digest_obj(
         {
             "backend": backend,
             "model": model,
+            "endpoint": endpoint_id(backend, endpoint),
             "sampling": sampling,
             "prompt_sha256": digest_bytes(prompt_bytes),
             "vote_index": vote_index,
@@ -31,28 +86,200 @@ def call_key(*, backend: str, model: str, sampling: dict[str, Any], prompt_bytes
     )
 
 
+def _value_sha256(value: Any) -> str:
+    # Exact bytes (not canonical fixed-decimal floats): any edit of any field must change the checksum.
+    return digest_bytes(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+
+
+def _encode(key: str, value: dict[str, Any]) -> bytes:
+    entry = {"format": ENTRY_FORMAT, "key": key, "sha256": _value_sha256(value), "value": value}
+    return orjson.dumps(entry, option=orjson.OPT_SORT_KEYS) + b"\n"
+
+
+def _decode(data: bytes, key: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """(value, None) for a sound entry, (None, reason) otherwise. `key`: the key its file name gives."""
+    try:
+        entry = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None, "not valid JSON"
+    if not isinstance(entry, dict) or "format" not in entry:
+        return None, "no checksum: written by an older novelty-audit under a key no longer used; delete it"
+    if entry.get("format") != ENTRY_FORMAT or set(entry) != {"format", "key", "sha256", "value"}:
+        return None, f"unknown entry layout (format {entry.get('format')!r})"
+    value = entry["value"]
+    if not isinstance(value, dict):
+        return None, "the value is not a JSON object"
+    if key is not None and entry["key"] != key:
+        return None, f"holds the entry of another key ({str(entry['key'])[:16]}…)"
+    if _value_sha256(value) != entry["sha256"]:
+        return None, "checksum mismatch: the stored answer was changed after it was written"
+    return value, None
+
+
+class CallClaim:
+    """The right to send one call, held by one process at a time until `release` (or leaving the `with`)."""
+
+    def __init__(self, path: Path, fd: int):
+        self.path = path
+        self._fd: int | None = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Give up the claim; idempotent. The lock file is removed while still locked, so no claims pile up."""
+        if self._fd is None:
+            return
+        try:
+            self.path.unlink(missing_ok=True)
+        finally:
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
+
+    def __enter__(self) -> "CallClaim":
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.release()
+
+    def __del__(self) -> None:  # a claim dropped without release must not block other processes forever
+        if getattr(self, "_fd", None) is not None:
+            try:
+                self.release()
+            except OSError:
+                pass
+
+
+_cleaned: set[Path] = set()
+_cleaned_lock = threading.Lock()
+
+
+def _clean_leftovers_once(root: Path) -> None:
+    """Remove temp files and claim files a killed process left in the cache (once per process and root;
+    never one a live process is writing or holds)."""
+    key = root.resolve()
+    with _cleaned_lock:
+        if key in _cleaned:
+            return
+        _cleaned.add(key)
+    clean_stale_temps(root, ".*.tmp", recursive=True)
+    claims = root / "claims"
+    if claims.is_dir():
+        for p in claims.glob("*.lock"):
+            # A killed holder leaves its lock file (unlocked); claiming and releasing removes it safely.
+            claim = _try_claim(p)
+            if claim is not None:
+                claim.release()
+
+
 class CallCache:
-    """Content-addressed answers of API/local model calls."""
+    """Content-addressed answers of API/local model calls, each entry checked against its checksum on read."""
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
+        _clean_leftovers_once(self.root)
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The stored answer, or None when there is none or it is damaged (then moved to `corrupt/`)."""
         p = self.path(key)
         try:
-            return orjson.loads(p.read_bytes())
+            data = p.read_bytes()
         except FileNotFoundError:
             return None
-        except orjson.JSONDecodeError:
-            # Entries are written atomically, so this is outside damage: ask again rather than trust it.
+        except OSError as exc:
+            self._quarantine(p, b"", f"unreadable: {type(exc).__name__}")
             return None
+        value, reason = _decode(data, key)
+        if value is None:
+            self._quarantine(p, data, reason or "")
+        return value
+
+    def _quarantine(self, p: Path, data: bytes, reason: str) -> None:
+        dest = self.root / "corrupt" / f"{p.stem}.{digest_bytes(data)[:16]}.json"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(p, dest)
+        except FileNotFoundError:
+            pass  # another process moved it first
+        except OSError as exc:
+            raise BadInputError(
+                f"call cache entry {p} is damaged ({reason}) and could not be moved aside ({type(exc).__name__})",
+                hint="delete the file; the call will be asked again",
+            ) from None
+        log.warning("call cache: discarded %s (%s); moved to %s, the call will be asked again", p, reason, dest)
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         p = self.path(key)
         if p.exists():
             old = p.read_bytes()
             atomic_write_bytes(self.root / "history" / f"{key}.{digest_bytes(old)[:16]}.json", old)
-        atomic_write_bytes(p, orjson.dumps(value, option=orjson.OPT_SORT_KEYS) + b"\n")
+        atomic_write_bytes(p, _encode(key, value))
+
+    def try_claim(self, key: str) -> CallClaim | None:
+        """Claim the right to send the call `key` without blocking; None while another process (or
+        thread) holds it. After claiming, read the cache again: the previous holder may have answered."""
+        p = self.root / "claims" / f"{key}.lock"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return _try_claim(p)
+
+
+def _try_claim(p: Path) -> CallClaim | None:
+    while True:
+        fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                return None
+            raise
+        # A releasing holder unlinks its file while locked; a lock won on that unlinked file claims nothing.
+        try:
+            same = os.stat(p).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())  # who holds it, for people looking
+            return CallClaim(p, fd)
+        os.close(fd)
+
+
+def verify_call_cache(calls_root: str | Path) -> list[tuple[str, str]]:
+    """(file, reason) for every damaged entry under `calls_root` (entries and `history/`); reads only."""
+    root = Path(calls_root)
+    bad: list[tuple[str, str]] = []
+    if not root.is_dir():
+        return bad
+    for sub in sorted(d for d in root.iterdir() if d.is_dir() and d.name not in ("corrupt", "claims")):
+        for p in sorted(sub.glob("*.json")):
+            try:
+                data = p.read_bytes()
+            except OSError as exc:
+                bad.append((str(p), f"unreadable: {type(exc).__name__}: {exc}"))
+                continue
+            if sub.name == "history":
+                # history/<key>.<sha256 of the file's bytes, 16 hex>.json
+                key, _, short = p.stem.rpartition(".")
+                if digest_bytes(data)[:16] != short:
+                    bad.append((str(p), "bytes do not match the digest in the file name"))
+                    continue
+                _, reason = _decode(data, key)
+            else:
+                _, reason = _decode(data, p.stem)
+            if reason is not None:
+                bad.append((str(p), reason))
+    return bad
+
+
+def verify_caches(cache_root: str | Path) -> list[tuple[str, str]]:
+    """(file, reason) for every damaged file in the judges' caches under `cache_root` (`<store root>/cache`):
+    the call cache and the distance judges' caches. Reads only; what `novelty-audit verify` reports."""
+    from .distance import verify_distance_caches
+
+    root = Path(cache_root)
+    return sorted(verify_call_cache(root / "calls") + verify_distance_caches(root))

@@ -26,6 +26,7 @@ from ._base import (
     JUDGES,
     NEGATIVE,
     NONE,
+    OUTCOMES,
     POSITIVE,
     TIE,
     Judge,
@@ -84,7 +85,7 @@ def _control(backend: str):
 
 
 for _name in ("always-first", "always-second", "random", "abstain"):
-    JUDGES.register(_name)(_control(_name))
+    JUDGES.register(_name, args=ControlArgs)(_control(_name))
 
 
 # -- import -------------------------------------------------------------------------------------------
@@ -95,8 +96,10 @@ class ImportArgs(Frozen):
 
     Pairwise file (CSV with a header, or JSONL) columns: `dataset`, `pair_id`, `vote`, and optionally
     `order` (forward | reverse; default forward). `vote` is an idea id of the pair, `0`/`1` (the idea in
-    that published slot), `tie`, or an outcome `invalid` | `refusal` | `error`. Several rows per pair
-    are several votes. Pointwise file columns: `dataset`, `idea_id`, `vote` (POSITIVE | NEGATIVE | an outcome).
+    that published slot), `tie`, or an outcome `invalid` | `refusal` | `error` | `truncated`. Several rows
+    per pair are several votes. Pointwise file columns: `dataset`, `idea_id`, `vote` (POSITIVE | NEGATIVE | an
+    outcome). Both files may carry an `error_reason` column (a short category) for `error` votes; without it
+    the reason is recorded as `unspecified`.
     """
 
     path: str
@@ -105,6 +108,11 @@ class ImportArgs(Frozen):
     """Pointwise votes (.csv or .jsonl); without it every pointwise prediction is `none` with zero calls."""
     on_missing: Literal["error", "none"] = "error"
     """A pair (idea) of the run with no row: error, or verdict `none` with zero calls."""
+
+
+def _reason(row: dict[str, Any], vote: str) -> str | None:
+    reason = row.get("error_reason")
+    return str(reason) if vote == "error" and reason not in (None, "") else None
 
 
 def _read_rows(path: Path, judge: str) -> list[dict[str, Any]]:
@@ -179,8 +187,8 @@ class ImportJudge(VoteJudge):
             shown = pair.ideas if order == "forward" else (pair.idea_1, pair.idea_0)
             vote = str(row["vote"])
             ids = [i.idea_id for i in pair.ideas]
-            if vote in ("invalid", "refusal", "error"):
-                result = CallResult(vote)  # type: ignore[arg-type]
+            if vote in OUTCOMES:
+                result = CallResult(vote, error_reason=_reason(row, vote))  # type: ignore[arg-type]
             elif vote == TIE:
                 result = CallResult("valid", TIE)
             elif vote in ("0", "1") or vote in ids:
@@ -189,7 +197,7 @@ class ImportJudge(VoteJudge):
             else:
                 raise BadInputError(
                     f"{where}: field 'vote': {vote!r} names neither idea of pair {key[1]}",
-                    hint=f"use {ids[0]}, {ids[1]}, 0, 1, tie, invalid, refusal or error",
+                    hint=f"use {ids[0]}, {ids[1]}, 0, 1, tie or an outcome ({', '.join(OUTCOMES)})",
                 )
             idx = len(answered[key])
             answered[key].append((Call("pairwise", key[0], key[1], order, idx, shown), result))  # type: ignore[arg-type]
@@ -204,8 +212,8 @@ class ImportJudge(VoteJudge):
             if key not in point_keys:
                 raise BadInputError(f"{where}: field 'idea_id': {key[1]} is not a pointwise idea of dataset {key[0]} in this run")
             vote = str(row["vote"])
-            if vote in ("invalid", "refusal", "error"):
-                result = CallResult(vote)  # type: ignore[arg-type]
+            if vote in OUTCOMES:
+                result = CallResult(vote, error_reason=_reason(row, vote))  # type: ignore[arg-type]
             elif vote in (POSITIVE, NEGATIVE):
                 result = CallResult("valid", vote)
             else:
@@ -247,7 +255,7 @@ class ImportJudge(VoteJudge):
         return pointwise_row(self, item, predicted=NONE, score=None, counts={}, evidence_parts={"idea_text": item.idea.text_digest})
 
 
-@JUDGES.register("import")
+@JUDGES.register("import", args=ImportArgs)
 def import_judge(ctx: JudgeContext, **args: Any) -> Judge:
     """Verdicts made elsewhere (CSV/JSONL), validated and mapped to idea ids."""
     return ImportJudge(ctx, parse_args(ImportArgs, args, ctx))

@@ -9,6 +9,9 @@ base model without a chat format) ends with the opening of the JSON verdict the 
   presentation orders; the larger mean wins, equal means tie.
 - pointwise: p(yes) / (p(yes) + p(no)); POSITIVE when ≥ 0.5.
 
+Outcomes: `valid`, or `invalid` when the prompt does not fit `n_ctx`. Never `truncated` (that is an answer
+cut at max_tokens; no answer text is generated here) and never `error` (a failing model stops the stage).
+
 Deterministic: no sampling, a fixed thread count, probabilities rounded to 6 decimals. Answers are kept
 in the call cache (`<store root>/cache/calls/`), keyed by model file digest, prompt bytes, the label
 tokens and the context size, so a rerun evaluates nothing. The label mass p(A) + p(B) (how much of the
@@ -226,7 +229,7 @@ class GgufJudge(VoteJudge):
         text = self.prompt_text(call)
         labels = LABELS[call.task]
         key = call_key(
-            backend=self.backend, model=self.model_id,
+            backend=self.backend, model=self.model_id, endpoint="local",
             sampling={"answer_prefix": ANSWER_PREFIX, "labels": list(labels), "n_ctx": self.args.n_ctx},
             prompt_bytes=text.encode("utf-8"), vote_index=call.vote_index,
         )  # fmt: skip
@@ -292,7 +295,7 @@ class GgufJudge(VoteJudge):
         return [self.answer(c) for c in calls]
 
 
-@JUDGES.register("gguf-logprob")
+@JUDGES.register("gguf-logprob", args=GgufArgs)
 def gguf_logprob(ctx: JudgeContext, **args: Any) -> Judge:
     """Local GGUF model: verdict from next-token label probabilities, averaged over both orders."""
     from ._base import parse_args

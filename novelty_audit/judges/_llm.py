@@ -1,34 +1,67 @@
 """What API LLM judges share: typed args, the async call engine, rate limits, retries, cost and budget.
 
-A backend (`_openai.py`, `_anthropic.py`) only builds its client, sends one request and classifies its
-errors; everything else — cache, concurrency, rate limit, retries honouring Retry-After, cost, budget,
-progress, parsing — lives here, once.
+A backend (`_openai.py`, `_anthropic.py`) only builds its request, sends it and reads the JSON body it
+gets back; everything else — cache and inter-process claims, concurrency, rate limit, retries honouring
+Retry-After, the circuit breaker, error reasons, cost, budget, progress, parsing — lives here, once.
+
+Every call ends as exactly one outcome. Whatever goes wrong with one call (a 500, a malformed 200, a
+dead endpoint, a bug in reading an answer) ends that call as `error` with a short, stable
+`error_reason`; only user errors (a rejected key, an unknown model, the budget cap) stop the run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import os
 import random
+import sys
 import time
 from abc import abstractmethod
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field
+import orjson
+from pydantic import Field, model_validator
 
 from ..artifacts import canonical_bytes
+from ..config import Frozen, Price
 from ..errors import BudgetExceededError, ConfigError
-from ..config import Frozen
 from ._base import JudgeContext
-from ._cache import CallCache, call_key
+from ._budget import Budget
+from ._cache import CallCache, CallClaim, call_key
 from ._prompts import PromptTemplate, load_prompt, parse_verdict
 from ._protocol import Call, CallResult, VoteJudge
 
-__all__ = ["Answer", "Budget", "FatalCallError", "LLMArgs", "LLMJudge", "RateLimiter", "RetryableError", "Sampling"]
+__all__ = [
+    "Answer",
+    "Budget",
+    "CallFault",
+    "FatalCallError",
+    "LLMArgs",
+    "LLMJudge",
+    "RateLimiter",
+    "RetryableError",
+    "Sampling",
+    "completion_prompt",
+    "connection_fault",
+    "json_body",
+]
+
+log = logging.getLogger(__name__)
+
+COMPLETION_LEAD_IN = "\n\nAnswer:"
+"""Where a completions-mode prompt ends: the model's continuation is the answer (see `completion_prompt`)."""
+TRUNCATING_FINISH = ("length", "max_tokens")
+"""finish_reason (OpenAI) / stop_reason (Anthropic) values of an answer cut at max_tokens."""
+PROGRESS_EVERY_S = 30.0
+"""Without a terminal, a progress line at least this often (and at every 10% of the calls)."""
+_CLAIM_POLL_S = (0.05, 2.0)
+"""First and longest wait between looks at a call another process is asking."""
 
 
 class Sampling(Frozen):
@@ -39,13 +72,14 @@ class Sampling(Frozen):
     top_p: float | None = None
     """Nucleus sampling; None leaves the provider default."""
     max_tokens: int = 512
-    """Cap on completion tokens (also bounds the budget reservation of each call)."""
+    """Cap on completion tokens (also bounds the budget reservation of each call). An answer cut here
+    without a readable verdict counts as `truncated`."""
     seed: int | None = None
     """Provider sampling seed where supported (OpenAI-compatible servers)."""
     reasoning_effort: str | None = None
     """Provider reasoning setting for reasoning models (e.g. low | medium | high); None: not sent."""
     extra: dict[str, Any] = Field(default_factory=dict)
-    """Further request-body fields sent as is (e.g. {top_k: 40} for vLLM)."""
+    """Further request-body fields sent as is (e.g. {top_k: 40} for vLLM, {stop: ["\\n\\n"]} for a base model)."""
 
 
 class RetrievalArgs(Frozen):
@@ -65,10 +99,15 @@ class LLMArgs(Frozen):
     model: str
     """Model name as the endpoint knows it."""
     base_url: str | None = None
-    """OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp server, LiteLLM); None: the provider's own."""
+    """OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp server, LiteLLM); None: the provider's own.
+    Part of the call key: the same model name on two servers never shares answers."""
     api_key_env: str | None = None
     """Name of the environment variable holding the key (default OPENAI_API_KEY / ANTHROPIC_API_KEY);
     null for local servers that need none. The key itself is never written anywhere."""
+    api: Literal["chat", "completions"] = "chat"
+    """`openai` backend only. chat: /v1/chat/completions with the rendered messages (instruction-tuned
+    models). completions: /v1/completions with one plain-text prompt — system and user text, then
+    "Answer:" — for base models, which behind a chat endpoint only continue the chat template."""
     prompt: str = "reference-v1"
     """Pairwise template `prompts/pairwise-<prompt>.txt`: reference-v1, p1-v1 … p5-v1."""
     pointwise_prompt: str | None = None
@@ -85,42 +124,143 @@ class LLMArgs(Frozen):
     """Generation settings (all in the call key)."""
     retrieval: RetrievalArgs | None = None
     """Show related abstracts per idea; None: off."""
+    price: Price | None = None
+    """This judge's price in USD per million tokens, overriding `judge.prices` (0 allowed)."""
+    local: bool = False
+    """A local endpoint (Ollama, llama.cpp, vLLM on your machine): calls cost nothing, so no price is
+    needed and `judge.budget_usd` never stops it."""
     concurrency: int = 8
-    """Requests in flight at once for this judge."""
+    """Requests in flight at once for this judge (backoff waits do not hold a slot)."""
     requests_per_minute: float | None = None
     """Request rate limit; None: unlimited."""
     tokens_per_minute: float | None = None
     """Token rate limit (prompt bytes + max_tokens as the estimate); None: unlimited."""
     max_retries: int = 5
-    """Retries on 429, 5xx, timeouts and connection errors before the call ends as `error`."""
+    """Retries on 429, 5xx, timeouts, connection errors and malformed responses before the call ends as `error`."""
     timeout_s: float = 120.0
     """Per-request timeout."""
+    connect_timeout_s: float = 10.0
+    """Time to open a connection (capped at timeout_s); an endpoint that cannot be reached counts toward
+    the circuit breaker after this long, not after the whole request timeout."""
     backoff_s: float = 1.0
     """First retry delay; doubles per retry (a Retry-After header takes precedence when longer)."""
     max_backoff_s: float = 60.0
     """Longest retry delay."""
+    circuit_breaker: int = 5
+    """After this many consecutive connection failures (refused, reset, connect timeout) the endpoint
+    counts as down: nothing more is sent to it in this run and the remaining calls end as `error` with
+    reason "circuit open" (they are asked again next run). 0: never give up early."""
+
+    @model_validator(mode="after")
+    def _price_or_local(self) -> LLMArgs:
+        if self.local and self.price is not None and (self.price.input_per_mtok or self.price.output_per_mtok):
+            raise ValueError("local: true means the calls cost nothing; drop `price` or set local: false")
+        if self.circuit_breaker < 0:
+            raise ValueError("circuit_breaker must be ≥ 0 (0: off)")
+        return self
 
 
-class Budget:
-    """A run-wide cost cap. Each new call reserves its worst-case cost first, so the cap is never crossed."""
+@dataclass(frozen=True)
+class Answer:
+    """One provider response, reduced to what the judge keeps."""
 
-    def __init__(self, cap_usd: float | None):
-        self.cap = cap_usd
-        self.spent = 0.0
-        self.reserved = 0.0
+    text: str | None
+    refused: bool
+    """The provider flagged a refusal (refusal field, content filter, stop reason)."""
+    finish_reason: str | None
+    input_tokens: int | None
+    """None when the response reported no usage (the call is then charged its worst case)."""
+    output_tokens: int | None
+    provider_model: str | None
 
-    def reserve(self, amount: float, what: str) -> None:
-        if self.cap is not None and self.spent + self.reserved + amount > self.cap:
-            raise BudgetExceededError(
-                f"budget cap ${self.cap:.4f} reached: spent ${self.spent:.4f}, in flight ${self.reserved:.4f}, "
-                f"next call ({what}) may cost up to ${amount:.4f}",
-                hint="raise judge.budget_usd and rerun; answered calls are cached and will not be paid again",
-            )
-        self.reserved += amount
 
-    def settle(self, reserved: float, actual: float) -> None:
-        self.reserved -= reserved
-        self.spent += actual
+class CallFault(Exception):
+    """One failed attempt: `reason` is a short stable category (no host, port, key or time), `detail` the
+    full message for the run facts."""
+
+    def __init__(self, reason: str, detail: str | None = None, *, retry_after: float | None = None, connection: bool = False):
+        super().__init__(detail or reason)
+        self.reason = reason
+        self.detail = detail or reason
+        self.retry_after = retry_after
+        self.connection = connection
+        """The endpoint was not reached (refused, reset, connect timeout): counts toward the circuit breaker."""
+
+
+class RetryableError(CallFault):
+    """A transient failure (429, 5xx, timeout, connection, malformed 200): retried with backoff."""
+
+
+class FatalCallError(CallFault):
+    """A failure that retrying cannot fix for this call (e.g. 400): the call ends as `error`."""
+
+
+def json_body(raw: Any) -> dict[str, Any]:
+    """The JSON object of an HTTP 200 response (an SDK raw response); anything else is a malformed
+    response, retried like a 500."""
+    http = raw.http_response  # the same attribute on both SDKs' raw responses; the body is already read
+    content = http.content
+    try:
+        data = orjson.loads(content)
+    except orjson.JSONDecodeError as exc:
+        ctype = http.headers.get("content-type", "no content type")
+        raise RetryableError("malformed response", f"HTTP 200 body is not JSON ({ctype}, {len(content)} bytes): {exc}") from None
+    if not isinstance(data, dict):
+        raise RetryableError("malformed response", f"HTTP 200 body is JSON {type(data).__name__}, not an object")
+    return data
+
+
+def expect(obj: Any, name: str, kind: type | tuple[type, ...], *, optional: bool = False) -> Any:
+    """`obj[name]` if it has the expected type (None allowed when optional), else a malformed response."""
+    value = obj.get(name) if isinstance(obj, dict) else None
+    if value is None and optional:
+        return None
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        got = "missing" if value is None else type(value).__name__
+        raise RetryableError("malformed response", f"response field '{name}' is {got}, expected {_kind_name(kind)}")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    return " or ".join(k.__name__ for k in kind) if isinstance(kind, tuple) else kind.__name__
+
+
+def usage_tokens(usage: Any, name: str) -> int | None:
+    """A token count from a usage object, or None when absent or not a count."""
+    value = usage.get(name) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def connection_fault(exc: BaseException, timeout_s: float) -> RetryableError:
+    """A fault for an SDK connection error, its reason read from the underlying cause (refused, reset, ...)."""
+    chain: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and len(chain) < 12:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    names = [type(c).__name__ for c in chain]
+    root = chain[-1]
+    detail = f"{type(exc).__name__}: {exc} ({type(root).__name__}: {root})" if root is not exc else f"{type(exc).__name__}: {exc}"
+    if any(isinstance(c, ConnectionRefusedError) for c in chain):
+        return RetryableError("connection refused", detail, connection=True)
+    if any(isinstance(c, ConnectionResetError) for c in chain):
+        return RetryableError("connection reset", detail, connection=True)
+    if "ConnectTimeout" in names:
+        return RetryableError("connect timeout", f"no connection within {timeout_s} s: {detail}", connection=True)
+    if any(n in ("ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException") for n in names) or "APITimeoutError" in names:
+        return RetryableError("timeout", f"no answer within {timeout_s} s: {detail}")
+    if "RemoteProtocolError" in names:
+        # The server accepted the connection: it is up, if unwell, so this does not count toward the breaker.
+        return RetryableError("connection dropped", detail)
+    if any(n == "gaierror" for n in names):
+        return RetryableError("name resolution failed", detail, connection=True)
+    return RetryableError("connection error", detail, connection=True)
+
+
+def completion_prompt(messages: Sequence[dict[str, str]]) -> str:
+    """The plain prompt of completions mode: each message's text (system first), blank-line separated,
+    ending with "Answer:" so the model's continuation is its answer."""
+    return "\n\n".join(m["content"].strip() for m in messages) + COMPLETION_LEAD_IN
 
 
 class RateLimiter:
@@ -148,29 +288,66 @@ class RateLimiter:
             await asyncio.sleep(wait)
 
 
-@dataclass(frozen=True)
-class Answer:
-    """One provider response, reduced to what the judge keeps."""
+class CircuitBreaker:
+    """One endpoint's health within a run: open after `threshold` consecutive connection failures."""
 
-    text: str | None
-    refused: bool
-    """The provider flagged a refusal (refusal field, content filter, stop reason)."""
-    finish_reason: str | None
-    input_tokens: int
-    output_tokens: int
-    provider_model: str | None
+    def __init__(self, threshold: int):
+        self.threshold = threshold
+        self.failures = 0
+        self.last: CallFault | None = None
+        self.open = False
+
+    def record(self, fault: CallFault | None) -> None:
+        """Any answer from the endpoint (even a 500) closes the streak; a connection failure extends it."""
+        if fault is None or not fault.connection:
+            self.failures = 0
+            return
+        self.failures += 1
+        self.last = fault
+        if self.threshold and self.failures >= self.threshold:
+            self.open = True
 
 
-class RetryableError(Exception):
-    """A transient failure (429, 5xx, timeout): retried with backoff; `retry_after` in seconds if given."""
+class _Progress:
+    """A rich bar with the error count on a terminal; otherwise a plain line every 10% or 30 s."""
 
-    def __init__(self, message: str, retry_after: float | None = None):
-        super().__init__(message)
-        self.retry_after = retry_after
+    def __init__(self, name: str, total: int, enabled: bool):
+        self.name, self.total = name, total
+        self.done = self.errors = 0
+        self.bar = None
+        self.lines = enabled and not sys.stderr.isatty()
+        self._next_share = 0.1
+        self._last_line = time.monotonic()
+        if enabled and not self.lines:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+            self.bar = Progress(
+                TextColumn(f"judge {name}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[errors]} errors"),
+                TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+            )  # fmt: skip
+            self._task = self.bar.add_task("calls", total=total, errors=0)
+            self.bar.start()
 
-class FatalCallError(Exception):
-    """A failure that retrying cannot fix for this call (e.g. 400): the call ends as `error`."""
+    def advance(self, error: bool) -> None:
+        self.done += 1
+        self.errors += error
+        if self.bar is not None:
+            self.bar.update(self._task, advance=1, errors=self.errors)
+        elif self.lines:
+            now = time.monotonic()
+            if self.done >= self._next_share * self.total or now - self._last_line >= PROGRESS_EVERY_S:
+                self._line()
+                self._last_line = now
+                while self._next_share * self.total <= self.done:
+                    self._next_share += 0.1
+
+    def _line(self) -> None:
+        print(f"judge {self.name}: {self.done}/{self.total} calls, {self.errors} errors", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
 
 
 def _run_coro(coro):
@@ -183,18 +360,51 @@ def _run_coro(coro):
         return pool.submit(asyncio.run, coro).result()
 
 
+def _error_entry(reason: str, detail: str, attempts: int) -> dict[str, Any]:
+    return {"outcome": "error", "choice": None, "error_reason": reason, "note": detail, "attempts": attempts, "cost_usd": 0.0, "latency_s": 0.0}
+
+
+@dataclass
+class _Run:
+    """What the calls of one `run_calls` share."""
+
+    client: Any
+    limiter: RateLimiter
+    sem: asyncio.Semaphore
+    breaker: CircuitBreaker
+    progress: _Progress
+    stop: list[BaseException]
+    pool: ThreadPoolExecutor
+    """Threads for the call cache's disk work (claims, writes), so the event loop never waits on the disk."""
+
+
+Payload = list[dict[str, str]] | str
+"""What is sent: chat messages, or one prompt string (completions mode)."""
+
+
 class LLMJudge(VoteJudge):
-    """An API LLM judge; subclasses name their SDK and client class and implement `_send` and `_classify`."""
+    """An API LLM judge; subclasses name their SDK and client class and implement `_send`."""
 
     default_key_env: str = ""
     sdk_module: str = ""
     """The SDK package, imported only when a judge of this backend is built."""
     client_class: str = ""
     """Its async client class, built with our retries (the SDK's own are off so Retry-After is honoured once)."""
+    default_base_url: str = ""
+    """The provider's own endpoint, passed explicitly when args.base_url is None: the SDKs would otherwise
+    follow an environment variable (OPENAI_BASE_URL, ANTHROPIC_BASE_URL), sending calls elsewhere under a
+    call key that still says `<backend>:default`."""
+    apis: tuple[str, ...] = ("chat",)
+    """The `api` modes this backend speaks."""
 
     def __init__(self, ctx: JudgeContext, args: LLMArgs):
         super().__init__(ctx, votes=args.votes, orders=args.orders)
         self.args = args
+        if args.api not in self.apis:
+            raise ConfigError(
+                f"params.yaml judge.judges.{ctx.name}.args.api: the {self.backend} backend has no '{args.api}' API",
+                hint=f"use one of: {', '.join(self.apis)}",
+            )
         self.key_env = args.api_key_env if "api_key_env" in args.model_fields_set else self.default_key_env
         self.templates: dict[str, PromptTemplate] = {"pairwise": load_prompt("pairwise", args.prompt, args.reasoning)}
         if "pointwise" in ctx.tasks:
@@ -206,13 +416,19 @@ class LLMJudge(VoteJudge):
                     f"judge {ctx.name}: {exc.message}",
                     hint="pointwise templates: reference-v1, p1-v1, p2-v1; set args.pointwise_prompt",
                 ) from None
-        price = ctx.prices.get(args.model)
-        self.price = price
+        if args.local:
+            self.price: Price | None = Price(input_per_mtok=0.0, output_per_mtok=0.0)
+        else:
+            self.price = args.price if args.price is not None else ctx.prices.get(args.model)
         budget = ctx.budget
-        if budget is not None and budget.cap is not None and price is None:
+        if budget is not None and budget.cap is not None and self.price is None:
             raise ConfigError(
-                f"judge {ctx.name}: judge.budget_usd is set but model '{args.model}' has no entry in judge.prices",
-                hint="add its input_per_mtok/output_per_mtok, or remove the budget cap",
+                f"judge {ctx.name}: judge.budget_usd is set but model '{args.model}' has no price",
+                hint=(
+                    f"add `{args.model}: {{input_per_mtok: …, output_per_mtok: …}}` under judge.prices, or for a "
+                    f"local or free endpoint set `local: true` in judge.judges.{ctx.name}.args "
+                    f"(or `price: {{input_per_mtok: 0, output_per_mtok: 0}}`), or remove judge.budget_usd"
+                ),
             )
         self.budget: Budget = budget if budget is not None else Budget(None)
         self.cache = CallCache(ctx.cache_dir / "calls")
@@ -221,10 +437,20 @@ class LLMJudge(VoteJudge):
             from ._retrieval import Retriever
 
             self.retriever = Retriever(args.retrieval)
-        self._facts = {"calls": 0, "cache_hits": 0, "deduplicated": 0, "retries": 0, "errors": 0, "cost_usd": 0.0}
+        self._facts: dict[str, Any] = {
+            "calls": 0, "cache_hits": 0, "deduplicated": 0, "claim_waits": 0, "retries": 0, "errors": 0,
+            "truncated": 0, "cost_usd": 0.0, "latency_s": 0.0,
+        }  # fmt: skip
+        self._errors: Counter[str] = Counter()
+        self._error_details: dict[str, str] = {}
         self._sdk = importlib.import_module(self.sdk_module)
 
     # -- backend hooks ------------------------------------------------------------------------------
+    @property
+    def call_backend(self) -> str:
+        """The backend as the call key names it: the API mode is part of it (its prompts differ anyway)."""
+        return self.backend if self.args.api == "chat" else f"{self.backend}-{self.args.api}"
+
     def api_key(self) -> str | None:
         if not self.key_env:
             return None
@@ -238,13 +464,37 @@ class LLMJudge(VoteJudge):
 
     def _client(self) -> Any:
         """A new async client (made inside the event loop that uses it)."""
-        return getattr(self._sdk, self.client_class)(
-            api_key=self.api_key() or "no-key", base_url=self.args.base_url, max_retries=0, timeout=self.args.timeout_s
-        )
+        a = self.args
+        timeout = self._sdk.Timeout(a.timeout_s, connect=min(a.connect_timeout_s, a.timeout_s))
+        return getattr(self._sdk, self.client_class)(api_key=self.api_key() or "no-key", base_url=a.base_url or self.default_base_url or None, max_retries=0, timeout=timeout)
 
     @abstractmethod
-    async def _send(self, client: Any, messages: list[dict[str, str]]) -> Answer:
-        """Send one request; raise RetryableError / FatalCallError, or ConfigError for auth problems."""
+    async def _send(self, client: Any, payload: Payload) -> Answer:
+        """Send one request (through `_request`) and read its body (with `json_body`/`expect`); raise
+        RetryableError / FatalCallError for a failed attempt, ConfigError for auth problems."""
+
+    async def _request(self, pending: Any) -> Any:
+        """Await an SDK call, turning its errors into call faults (or ConfigError when the user must act)."""
+        sdk = self._sdk
+        try:
+            return await pending
+        except sdk.AuthenticationError:
+            raise ConfigError(
+                f"judge {self.name}: the endpoint rejected the key from {self.key_env}", hint="check the key and base_url"
+            ) from None
+        except (sdk.PermissionDeniedError, sdk.NotFoundError) as exc:
+            raise ConfigError(
+                f"judge {self.name}: {type(exc).__name__} for model '{self.args.model}' ({exc.status_code})",
+                hint="check the model name and base_url (and api: completions needs an endpoint that serves /v1/completions)",
+            ) from None
+        except sdk.APIConnectionError as exc:  # includes the SDK's timeout error
+            raise connection_fault(exc, self.args.timeout_s) from None
+        except sdk.APIStatusError as exc:
+            status = exc.status_code
+            detail = f"{type(exc).__name__}: {str(exc)[:300]}"
+            if status == 429 or status >= 500 or status in (408, 409):
+                raise RetryableError(f"HTTP {status}", detail, retry_after=_retry_after(exc)) from None
+            raise FatalCallError(f"HTTP {status}", detail) from None
 
     async def _aclose(self, client: Any) -> None:
         close = getattr(client, "close", None)
@@ -259,6 +509,7 @@ class LLMJudge(VoteJudge):
         a = self.args
         return {
             "backend": self.backend,
+            "api": a.api,
             "model": a.model,
             "base_url": a.base_url,
             "prompt": a.prompt,
@@ -282,20 +533,30 @@ class LLMJudge(VoteJudge):
         return {"retrieval": self.retriever.evidence_digest(shown), "corpus": self.retriever.corpus_digest}
 
     def facts(self) -> dict[str, Any]:
-        return dict(self._facts)
+        """Run facts: calls, cache hits, retries, cost, summed latency, and why calls failed
+        (`errors_by_reason` counts, `error_details` the last full message per reason)."""
+        out = dict(self._facts)
+        out["errors_by_reason"] = dict(sorted(self._errors.items()))
+        out["error_details"] = dict(sorted(self._error_details.items()))
+        return out
 
     # -- the engine ---------------------------------------------------------------------------------
-    def _prepare(self, call: Call) -> tuple[list[dict[str, str]], str]:
+    def _payload(self, messages: list[dict[str, str]]) -> Payload:
+        return completion_prompt(messages) if self.args.api == "completions" else messages
+
+    def _prepare(self, call: Call) -> tuple[Payload, str]:
         evidence = self.retriever.blocks(call.shown) if self.retriever else None
         messages = self.templates[call.task].render(call.shown, form=self.args.input_form, evidence=evidence)
+        payload = self._payload(messages)
         key = call_key(
-            backend=self.backend,
+            backend=self.call_backend,
             model=self.args.model,
+            endpoint=self.args.base_url,
             sampling=self.sampling(),
-            prompt_bytes=canonical_bytes(messages),
+            prompt_bytes=canonical_bytes(payload),
             vote_index=call.vote_index,
         )
-        return messages, key
+        return payload, key
 
     def _result(self, key: str, entry: dict[str, Any], cached: bool) -> CallResult:
         return CallResult(
@@ -307,12 +568,8 @@ class LLMJudge(VoteJudge):
             latency_s=float(entry.get("latency_s") or 0.0),
             cached=cached,
             detail=entry.get("note"),
+            error_reason=entry.get("error_reason"),
         )
-
-    def _cost(self, answer: Answer) -> float:
-        if self.price is None:
-            return 0.0
-        return (answer.input_tokens * self.price.input_per_mtok + answer.output_tokens * self.price.output_per_mtok) / 1e6
 
     def _worst_cost(self, prompt_bytes: int) -> float:
         if self.price is None:
@@ -320,14 +577,25 @@ class LLMJudge(VoteJudge):
         # A token is at least one byte, so the prompt's byte count bounds its token count.
         return (prompt_bytes * self.price.input_per_mtok + self.args.sampling.max_tokens * self.price.output_per_mtok) / 1e6
 
+    def _cost(self, answer: Answer, worst: float) -> float:
+        if self.price is None:
+            return 0.0
+        if answer.input_tokens is None or answer.output_tokens is None:
+            return worst  # no usage reported: charge the bound rather than nothing
+        return (answer.input_tokens * self.price.input_per_mtok + answer.output_tokens * self.price.output_per_mtok) / 1e6
+
+    def _redact(self, text: str) -> str:
+        key = os.environ.get(self.key_env) if self.key_env else None
+        return text.replace(key, "***") if key else text
+
     def run_calls(self, calls: Sequence[Call]) -> list[CallResult]:
         return _run_coro(self._run_all(calls))
 
     async def _run_all(self, calls: Sequence[Call]) -> list[CallResult]:
         results: list[CallResult | None] = [None] * len(calls)
-        pending: dict[str, tuple[Call, list[dict[str, str]], list[int]]] = {}
+        pending: dict[str, tuple[Call, Payload, list[int]]] = {}
         for i, call in enumerate(calls):
-            messages, key = self._prepare(call)
+            payload, key = self._prepare(call)
             if key in pending:
                 # Same prompt and vote index (a pair shared by both datasets): one call answers both.
                 pending[key][2].append(i)
@@ -338,117 +606,176 @@ class LLMJudge(VoteJudge):
                 results[i] = self._result(key, entry, cached=True)
                 self._facts["cache_hits"] += 1
                 continue
-            pending[key] = (call, messages, [i])
+            pending[key] = (call, payload, [i])
         if pending:
             await self._ask_all(pending, results)
         assert all(r is not None for r in results)
         return results  # type: ignore[return-value]
 
-    async def _ask_all(self, pending: dict[str, tuple[Call, list[dict[str, str]], list[int]]], results: list) -> None:
+    async def _ask_all(self, pending: dict[str, tuple[Call, Payload, list[int]]], results: list) -> None:
         self.api_key()  # fail before the first request when the key is missing
-        limiter = RateLimiter(self.args.requests_per_minute, self.args.tokens_per_minute)
-        sem = asyncio.Semaphore(max(1, self.args.concurrency))
-        client = self._client()
-        stop: list[Exception] = []
-        progress = None
-        if self.ctx.progress:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-            )
+        run = _Run(
+            client=self._client(),
+            limiter=RateLimiter(self.args.requests_per_minute, self.args.tokens_per_minute),
+            sem=asyncio.Semaphore(max(1, self.args.concurrency)),
+            breaker=CircuitBreaker(self.args.circuit_breaker),
+            progress=_Progress(self.name, len(pending), self.ctx.progress),
+            stop=[],
+            pool=ThreadPoolExecutor(max(4, min(32, self.args.concurrency)), thread_name_prefix="call-cache"),
+        )
+        errors_before = Counter(self._errors)
 
-            progress = Progress(
-                TextColumn(f"judge {self.name}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                console=Console(stderr=True), transient=True,
-            )  # fmt: skip
-            task = progress.add_task("calls", total=len(pending))
-            progress.start()
-
-        async def one(key: str, call: Call, messages: list[dict[str, str]], idxs: list[int]) -> None:
-            async with sem:
-                if stop:
-                    return
-                try:
-                    entry = await self._ask(client, limiter, call, messages)
-                except Exception as exc:  # noqa: BLE001  re-raised after the gather; stops new calls meanwhile
-                    stop.append(exc)
-                    return
-            if entry["outcome"] != "error":
-                # fsyncs in parallel coalesce; on the loop thread they would serialize every call behind the disk
-                await loop.run_in_executor(writer, self.cache.put, key, entry)
-            else:
+        async def one(key: str, call: Call, payload: Payload, idxs: list[int]) -> None:
+            try:
+                entry, cached = await self._ask(run, key, call, payload)
+            except (ConfigError, BudgetExceededError, _Stopped) as exc:
+                if not isinstance(exc, _Stopped):
+                    run.stop.append(exc)
+                return
+            except Exception as exc:  # noqa: BLE001  one call's bug must not lose the other calls' answers
+                log.warning("judge %s: call failed unexpectedly: %s: %s", self.name, type(exc).__name__, self._redact(str(exc)))
+                log.debug("judge %s: traceback of the unexpected failure", self.name, exc_info=True)
+                entry, cached = _error_entry(f"unexpected {type(exc).__name__}", self._redact(f"{type(exc).__name__}: {exc}"), 0), False
+            if entry["outcome"] == "error":
                 self._facts["errors"] += 1
-            r = self._result(key, entry, cached=False)
+                self._errors[entry["error_reason"]] += 1
+                self._error_details[entry["error_reason"]] = entry["note"]
+            elif entry["outcome"] == "truncated" and not cached:
+                self._facts["truncated"] += 1
+            r = self._result(key, entry, cached=cached)
             for i in idxs:
                 results[i] = r
-            if progress is not None:
-                progress.advance(task)
+            run.progress.advance(entry["outcome"] == "error")
 
-        loop = asyncio.get_running_loop()
-        writer = ThreadPoolExecutor(max(4, min(32, self.args.concurrency)), thread_name_prefix="call-cache")
         try:
-            await asyncio.gather(*(one(k, c, m, idx) for k, (c, m, idx) in pending.items()))
+            await asyncio.gather(*(one(k, c, p, idx) for k, (c, p, idx) in pending.items()))
         finally:
-            writer.shutdown(wait=True)
-            if progress is not None:
-                progress.stop()
-            await self._aclose(client)
-        if stop:
-            raise stop[0]
+            run.pool.shutdown(wait=True)
+            run.progress.close()
+            await self._aclose(run.client)
+        self._summarize(self._errors - errors_before)
+        if run.stop:
+            raise run.stop[0]
 
-    async def _ask(self, client: Any, limiter: RateLimiter, call: Call, messages: list[dict[str, str]]) -> dict[str, Any]:
+    def _summarize(self, failed: Counter[str]) -> None:
+        """One stderr line on why this run's calls failed, e.g. "296 calls failed: connection refused (290), timeout (6)"."""
+        if failed:
+            reasons = ", ".join(f"{r} ({n})" for r, n in sorted(failed.items(), key=lambda kv: (-kv[1], kv[0])))
+            print(f"judge {self.name}: {failed.total()} calls failed: {reasons}", file=sys.stderr, flush=True)
+
+    async def _ask(self, run: _Run, key: str, call: Call, payload: Payload) -> tuple[dict[str, Any], bool]:
+        """(entry, answered from the cache). The call is claimed across processes in its first slot; while
+        another process holds the claim this call waits outside any slot, then takes that process's answer."""
         a = self.args
-        size = len(canonical_bytes(messages))
+        loop = asyncio.get_running_loop()
+        size = len(canonical_bytes(payload))
         worst = self._worst_cost(size)
         jitter = random.Random(f"{call.item_id}/{call.order}/{call.vote_index}")  # jitter only spreads retries
-        last = ""
-        for attempt in range(a.max_retries + 1):
-            await limiter.acquire(size + a.sampling.max_tokens)
-            self.budget.reserve(worst, f"{call.task} {call.item_id}")
-            started = time.perf_counter()
-            try:
-                answer = await self._send(client, messages)
-            except RetryableError as exc:
-                self.budget.settle(worst, 0.0)
-                last = str(exc)
-                if attempt == a.max_retries:
+        claim: CallClaim | None = None
+        poll, waited = _CLAIM_POLL_S[0], False
+        fault: CallFault | None = None
+        attempts = 0
+        try:
+            while True:
+                # Waits (claims, backoff) happen outside the slot: a waiting call never keeps a live one from being sent.
+                async with run.sem:
+                    if run.stop:
+                        raise _Stopped
+                    if run.breaker.open:
+                        break
+                    if claim is None:
+                        # Creating the claim file may wait on a busy disk: off the loop, so requests keep flowing.
+                        claim = await loop.run_in_executor(run.pool, self.cache.try_claim, key)
+                        if claim is not None and (waited or not self.ctx.refresh):
+                            entry = self.cache.get(key)  # answered since we first looked (by whoever held the claim)
+                            if entry is not None:
+                                self._facts["cache_hits"] += 1
+                                return entry, True
+                    if claim is not None:
+                        await run.limiter.acquire(size + a.sampling.max_tokens)
+                        self.budget.reserve(worst, f"{call.task} {call.item_id}")
+                        attempts += 1
+                        started = time.perf_counter()
+                        try:
+                            answer = await self._send(run.client, payload)
+                        except CallFault as exc:
+                            fault = exc
+                        except BaseException:
+                            self.budget.settle(worst, 0.0)
+                            raise
+                        else:
+                            fault = None
+                        latency = time.perf_counter() - started
+                        cost = 0.0 if fault is not None else self._cost(answer, worst)
+                        self.budget.settle(worst, cost)
+                if claim is None:
+                    if not waited:
+                        self._facts["claim_waits"] += 1
+                    waited = True
+                    await asyncio.sleep(poll)
+                    poll = min(_CLAIM_POLL_S[1], poll * 2)
+                    continue
+                run.breaker.record(fault)
+                if fault is None:
+                    entry = self._answer_entry(call, payload, answer, cost, latency, attempts)
+                    if entry["outcome"] != "error":
+                        # fsyncs in parallel coalesce; on the loop thread they would serialize every call behind the disk
+                        await loop.run_in_executor(run.pool, self.cache.put, key, entry)
+                    return entry, False
+                if isinstance(fault, FatalCallError) or attempts > a.max_retries or run.breaker.open:
                     break
                 self._facts["retries"] += 1
-                delay = min(a.max_backoff_s, a.backoff_s * 2**attempt) * (0.5 + jitter.random() / 2)
-                await asyncio.sleep(max(delay, exc.retry_after or 0.0))
-                continue
-            except FatalCallError as exc:
-                self.budget.settle(worst, 0.0)
-                last = str(exc)
-                break
-            latency = time.perf_counter() - started
-            cost = self._cost(answer)
-            self.budget.settle(worst, cost)
-            self._facts["calls"] += 1
-            self._facts["cost_usd"] += cost
-            parsed = parse_verdict(call.task, answer.text)
-            outcome, choice, note = parsed.outcome, parsed.choice, parsed.note
-            if answer.refused and outcome != "valid":
-                outcome, note = "refusal", f"provider flagged a refusal (finish_reason={answer.finish_reason})"
-            return {
-                "backend": self.backend,
-                "model": a.model,
-                "sampling": self.sampling(),
-                "vote_index": call.vote_index,
-                "messages": messages,
-                "response": answer.text,
-                "finish_reason": answer.finish_reason,
-                "outcome": outcome,
-                "choice": choice,
-                "note": note,
-                "usage": {"input_tokens": answer.input_tokens, "output_tokens": answer.output_tokens},
-                "provider_model": answer.provider_model,
-                "cost_usd": cost,
-                "latency_s": round(latency, 6),
-                "attempts": attempt + 1,
-            }
-        return {"outcome": "error", "choice": None, "note": f"after {a.max_retries + 1} attempt(s): {last}", "cost_usd": 0.0, "latency_s": 0.0}
+                delay = min(a.max_backoff_s, a.backoff_s * 2 ** (attempts - 1)) * (0.5 + jitter.random() / 2)
+                await asyncio.sleep(max(delay, fault.retry_after or 0.0))
+        finally:
+            if claim is not None:
+                claim.release()
+        if run.breaker.open and (fault is None or fault.connection):
+            last = run.breaker.last
+            assert last is not None
+            detail = f"{a.circuit_breaker} consecutive connection failures; last: {last.reason}: {last.detail}"
+            return _error_entry("circuit open", self._redact(detail), attempts), False
+        assert fault is not None
+        return _error_entry(fault.reason, self._redact(f"after {attempts} attempt(s): {fault.detail}"), attempts), False
+
+    def _answer_entry(self, call: Call, payload: Payload, answer: Answer, cost: float, latency: float, attempts: int) -> dict[str, Any]:
+        parsed = parse_verdict(call.task, answer.text)
+        outcome, choice, note = parsed.outcome, parsed.choice, parsed.note
+        if answer.refused and outcome != "valid":
+            outcome, note = "refusal", f"provider flagged a refusal (finish_reason={answer.finish_reason})"
+        elif outcome != "valid" and answer.finish_reason in TRUNCATING_FINISH:
+            outcome = "truncated"
+            note = f"cut at max_tokens={self.args.sampling.max_tokens} (finish_reason={answer.finish_reason}) before a verdict: {note}"
+        self._facts["calls"] += 1
+        self._facts["cost_usd"] += cost
+        self._facts["latency_s"] += latency
+        return {
+            "backend": self.call_backend,
+            "model": self.args.model,
+            "sampling": self.sampling(),
+            "vote_index": call.vote_index,
+            "messages" if isinstance(payload, list) else "prompt": payload,
+            "response": answer.text,
+            "finish_reason": answer.finish_reason,
+            "outcome": outcome,
+            "choice": choice,
+            "note": note,
+            "usage": {"input_tokens": answer.input_tokens, "output_tokens": answer.output_tokens},
+            "provider_model": answer.provider_model,
+            "cost_usd": cost,
+            "latency_s": round(latency, 6),
+            "attempts": attempts,
+        }
+
+
+class _Stopped(Exception):
+    """Another call hit a user error (key, model, budget): calls not yet sent are not sent."""
+
+
+def _retry_after(exc: Any) -> float | None:
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None

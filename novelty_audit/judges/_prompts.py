@@ -1,7 +1,11 @@
-"""Prompt templates (package data under novelty_audit/prompts/), rendering, and the tolerant verdict parser.
+"""Prompt templates (package data under novelty_audit/prompts/), rendering, and the verdict parser.
 
 A rendered prompt is a list of chat messages; its canonical bytes enter the call key, and the template
 files' bytes enter the judge's `prompt_digest`, so changing one character of wording is a different call.
+
+The parser reads a verdict only where the output contract puts it (the last non-empty line, or the whole
+answer as one JSON object) and never from text that names both labels, so an answer that echoes the
+format example, or hedges between the ideas, is `invalid` rather than a vote.
 """
 
 from __future__ import annotations
@@ -17,10 +21,25 @@ from ..artifacts import digest_bytes
 from ..errors import ConfigError
 from ._base import NEGATIVE, POSITIVE, Idea
 
-__all__ = ["LABELS", "Parsed", "PromptTemplate", "load_prompt", "parse_verdict", "prompt_names", "render_idea"]
+__all__ = [
+    "JUDGE_TEMPLATE_PREFIXES",
+    "LABELS",
+    "Parsed",
+    "PromptTemplate",
+    "load_prompt",
+    "parse_verdict",
+    "prompt_names",
+    "render_idea",
+]
 
 LABELS = ("A", "B")
-_EXAMPLES = {"pairwise": '{"answer": "A"}  (or {"answer": "B"})', "pointwise": '{"answer": "yes"}  (or {"answer": "no"})'}
+FORMAT_VERSION = "v2"
+"""Output contracts `format-<reasoning>-v2.txt`. v1 showed `{"answer": "A"}  (or {"answer": "B"})`, which a
+model could echo and an older parser read as a vote (issue 17); v2 shows a placeholder that is no verdict."""
+EXAMPLE_VERSION = "v1"
+"""Verdict forms `verdict-<task>-v1.txt`, put into the contract at `{{verdict_example}}`."""
+JUDGE_TEMPLATE_PREFIXES = ("pairwise-", "pointwise-", "format-", "verdict-")
+"""Prompt files that make up a judge prompt (other stages' prompts share the folder, not the judge's identity)."""
 
 
 def _read(name: str) -> bytes:
@@ -51,7 +70,7 @@ class PromptTemplate:
     user: str
     answer_format: str
     digest: str
-    """sha256 over the exact template and format file bytes."""
+    """sha256 over the exact template, format and verdict-form file bytes."""
 
     def render(self, shown: tuple[Idea, ...], *, form: str = "text", evidence: tuple[str, ...] | None = None) -> list[dict[str, str]]:
         """Chat messages for one call. `evidence` holds one related-work block per shown idea (or None)."""
@@ -83,15 +102,20 @@ def render_idea(idea: Idea, form: str) -> str:
 
 
 def load_prompt(task: Literal["pairwise", "pointwise"], name: str, reasoning: Literal["brief", "none"] = "brief") -> PromptTemplate:
-    """Load `prompts/<task>-<name>.txt` and the output contract `prompts/format-<reasoning>-v1.txt`."""
+    """Load `prompts/<task>-<name>.txt`, the output contract `prompts/format-<reasoning>-v2.txt` and the
+    verdict form `prompts/verdict-<task>-v1.txt` shown in it."""
     body = _read(f"{task}-{name}.txt")
-    fmt = _read(f"format-{reasoning}-v1.txt")
+    fmt_name, example_name = f"format-{reasoning}-{FORMAT_VERSION}.txt", f"verdict-{task}-{EXAMPLE_VERSION}.txt"
+    fmt = _read(fmt_name)
+    example = _read(example_name)
     text = body.decode("utf-8")
     if "[user]" not in text:
         raise ConfigError(f"prompt {task}-{name}.txt has no [user] section")
+    if "{{verdict_example}}" not in fmt.decode("utf-8"):
+        raise ConfigError(f"prompt {fmt_name} has no {{{{verdict_example}}}} placeholder")
     head, user = text.split("[user]", 1)
     system = head.replace("[system]", "", 1).strip()
-    answer_format = fmt.decode("utf-8").strip().replace("{{verdict_example}}", _EXAMPLES[task])
+    answer_format = fmt.decode("utf-8").strip().replace("{{verdict_example}}", example.decode("utf-8").strip())
     return PromptTemplate(
         task=task,
         name=name,
@@ -99,7 +123,7 @@ def load_prompt(task: Literal["pairwise", "pointwise"], name: str, reasoning: Li
         system=system,
         user=user.strip("\n"),
         answer_format=answer_format,
-        digest=digest_bytes(body + b"\0" + fmt),
+        digest=digest_bytes(body + b"\0" + fmt + b"\0" + example),
     )
 
 
@@ -122,6 +146,12 @@ _REFUSAL = re.compile(
 )
 _OBJ = re.compile(r"\{[^{}]*\}", re.DOTALL)
 _KEYS = ("answer", "verdict", "more_novel", "novel", "choice")
+_FENCE = re.compile(r"^\s*```[\w-]*\s*$")
+_ANSWER_LINE = re.compile(r"^[\W_]*(?:my\s+)?(?:final\s+)?(?:answer|verdict)[*_\s]*[:=][*_\s]*(.*?)[\s.*_`]*$", re.IGNORECASE)
+# What may stand around the one JSON object of the verdict line: a lead-in such as "Final answer:" and
+# markup, but no words (an echoed "(or {...})" or "A or B" must not pass).
+_LEAD = re.compile(r"^[\W_]*(?:(?:my\s+)?(?:final\s+)?(?:answer|verdict)[\W_]*)?$", re.IGNORECASE)
+_TRAIL = re.compile(r"^[\s.*_`]*$")
 
 
 def _value_to_choice(task: str, value: object) -> int | str | None:
@@ -129,7 +159,7 @@ def _value_to_choice(task: str, value: object) -> int | str | None:
         return POSITIVE if value else NEGATIVE
     if not isinstance(value, str):
         return None
-    v = value.strip().strip(".").strip().lower()
+    v = value.strip().strip(".*`").strip().lower()
     v = re.sub(r"^idea\s+", "", v)
     if task == "pairwise":
         return {"a": 0, "b": 1}.get(v)
@@ -145,38 +175,115 @@ def _loads(candidate: str) -> object:
         return orjson.loads(fixed)
 
 
-def parse_verdict(task: Literal["pairwise", "pointwise"], text: str | None) -> Parsed:
-    """Read the verdict from the last JSON object in `text`; fall back to an `answer: X` line.
+def _object_choices(task: str, obj: object, notes: list[str]) -> list[int | str] | None:
+    """The choices a parsed JSON object states under verdict keys; None when it is not a verdict object."""
+    if not isinstance(obj, dict):
+        return None
+    keys = [k for k in _KEYS if k in obj]
+    if not keys:
+        return None
+    choices = []
+    for key in keys:
+        choice = _value_to_choice(task, obj[key])
+        if choice is None:
+            notes.append(f"key {key!r} has unusable value {str(obj[key])[:40]!r}")
+        else:
+            choices.append(choice)
+    return choices
 
-    Never guesses: when no verdict can be read the outcome is `invalid` with a note saying why; a text
-    that declines without any verdict is a `refusal`.
-    """
-    if not text or not text.strip():
-        return Parsed("invalid", None, "empty response")
-    notes = []
-    for m in reversed(list(_OBJ.finditer(text))):
+
+def _stated_choices(task: str, text: str) -> set[int | str]:
+    """Every verdict the answer states anywhere: in JSON objects with a verdict key and in `answer: X` lines."""
+    found: set[int | str] = set()
+    for m in _OBJ.finditer(text):
+        try:
+            found.update(_object_choices(task, _loads(m.group(0)), []) or [])
+        except orjson.JSONDecodeError:
+            continue
+    for line in text.splitlines():
+        m = _ANSWER_LINE.match(line.strip())
+        if m and not m.group(1).lstrip().startswith("{"):
+            choice = _value_to_choice(task, m.group(1))
+            if choice is not None:
+                found.add(choice)
+    return found
+
+
+def _whole_object(task: str, text: str, notes: list[str]) -> tuple[bool, int | str | None]:
+    """(the answer is one JSON object, its choice). Code fences around it are tolerated."""
+    lines = [ln for ln in text.strip().splitlines() if not _FENCE.match(ln)]
+    body = "\n".join(lines).strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        return False, None
+    try:
+        obj = _loads(body)
+    except orjson.JSONDecodeError:
+        return False, None
+    choices = _object_choices(task, obj, notes)
+    if choices is None:
+        notes.append(f"JSON object without a verdict key: {body[:60]!r}")
+        return True, None
+    return True, (choices[0] if len(set(choices)) == 1 else None)
+
+
+def _last_line(task: str, text: str, notes: list[str]) -> int | str | None:
+    """The verdict on the last non-empty line: exactly one JSON object (after an optional lead-in such as
+    `Final answer:`), or an `answer: X` line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not _FENCE.match(ln)]
+    if not lines:
+        return None
+    line = lines[-1]
+    objs = list(_OBJ.finditer(line))
+    if len(objs) > 1:
+        notes.append(f"several JSON objects on the last line: {line[:80]!r}")
+        return None
+    if len(objs) == 1:
+        m = objs[0]
+        if not (_LEAD.match(line[: m.start()]) and _TRAIL.match(line[m.end():])):
+            notes.append(f"the last line holds more than the verdict object: {line[:80]!r}")
+            return None
         try:
             obj = _loads(m.group(0))
         except orjson.JSONDecodeError as exc:
             notes.append(f"unparseable JSON {m.group(0)[:60]!r}: {exc}")
-            continue
-        if not isinstance(obj, dict):
-            continue
-        for key in _KEYS:
-            if key in obj:
-                choice = _value_to_choice(task, obj[key])
-                if choice is not None:
-                    return Parsed("valid", choice)
-                notes.append(f"key {key!r} has unusable value {str(obj[key])[:40]!r}")
-                break
-        else:
+            return None
+        choices = _object_choices(task, obj, notes)
+        if choices is None:
             notes.append(f"JSON object without a verdict key: {m.group(0)[:60]!r}")
-    line = re.search(r"(?im)^\W*(?:final\s+)?(?:answer|verdict)\W*[:=]\s*\W*(idea\s+)?([A-Za-z ]+?)\W*$", text)
-    if line:
-        choice = _value_to_choice(task, line.group(2))
-        if choice is not None:
-            return Parsed("valid", choice, "; ".join(notes) or None)
+            return None
+        return choices[0] if len(set(choices)) == 1 else None
+    m = _ANSWER_LINE.match(line)
+    if m:
+        choice = _value_to_choice(task, m.group(1))
+        if choice is None:
+            notes.append(f"answer line with unusable value {m.group(1)[:40]!r}")
+        return choice
+    return None
+
+
+def parse_verdict(task: Literal["pairwise", "pointwise"], text: str | None) -> Parsed:
+    """Read the verdict where the output contract puts it: the whole answer as one JSON object, or the last
+    non-empty line (one JSON object, or `answer: X`). Tolerated: code fences, single quotes, trailing
+    commas, `Idea B`, a lead-in such as `Final answer:`.
+
+    Never guesses: an answer that states both labels anywhere (e.g. an echoed `{"answer": "A"} (or
+    {"answer": "B"})`), a placeholder such as `<A or B>`, or a verdict anywhere but in the contract's
+    position is `invalid` with a note saying why; a text that declines without a verdict is a `refusal`.
+    (Whether an answer without a verdict was cut at max_tokens, outcome `truncated`, is the engine's call:
+    it knows the finish reason.)
+    """
+    if not text or not text.strip():
+        return Parsed("invalid", None, "empty response")
+    notes: list[str] = []
+    stated = _stated_choices(task, text)
+    if len(stated) > 1:
+        return Parsed("invalid", None, "the answer states both labels; no single verdict")
+    whole, choice = _whole_object(task, text, notes)
+    if not whole:
+        choice = _last_line(task, text, notes)
+    if choice is not None:
+        return Parsed("valid", choice)
     if _REFUSAL.search(text):
         return Parsed("refusal", None, "declined without a verdict")
-    notes.append("no verdict found")
+    notes.append("no verdict in the contract's position (last line or a single JSON object)")
     return Parsed("invalid", None, "; ".join(notes))

@@ -3,10 +3,13 @@
 Pairwise: each requested presentation order (`forward` = published slot order, `reverse` = swapped)
 is asked `votes` times. Each answer names a *shown* slot; it is mapped back to the idea id shown
 there. An idea's score is the mean over orders of its vote share within that order, where the share's
-denominator counts every call of the order — failed calls (invalid, refusal, error) are nobody's vote,
+denominator counts every call of the order — failed calls (invalid, truncated, refusal, error) are nobody's vote,
 so they can lower both ideas' shares but never make a winner. Equal scores tie; no valid vote at all
 gives `none`. Pointwise: majority of the k valid answers; equal or none valid gives `none`; the score
 is the share of POSITIVE answers over all k calls.
+
+Rows record counts per outcome and, per failed call, its short error reason; never run facts such as
+latency (they go to `JudgeOutput.facts`), so identical answers give identical rows.
 
 See docs/design/judging.md for why failed calls stay in the denominator.
 """
@@ -21,8 +24,10 @@ from typing import Any, Literal
 from ._base import (
     NEGATIVE,
     NONE,
+    OUTCOMES,
     POSITIVE,
     TIE,
+    UNSPECIFIED_REASON,
     Idea,
     Judge,
     JudgeContext,
@@ -35,7 +40,8 @@ from ._base import (
 
 __all__ = ["ORDERS", "Call", "CallResult", "Outcome", "VoteJudge"]
 
-Outcome = Literal["valid", "invalid", "refusal", "error"]
+Outcome = Literal["valid", "invalid", "refusal", "error", "truncated"]
+"""`truncated`: the answer was cut at max_tokens (finish_reason `length`/`max_tokens`) with no verdict read."""
 ORDERS: dict[str, tuple[str, ...]] = {"both": ("forward", "reverse"), "forward": ("forward",), "reverse": ("reverse",)}
 
 
@@ -69,9 +75,15 @@ class CallResult:
     provider_model: str | None = None
     cost_usd: float = 0.0
     latency_s: float = 0.0
+    """A run fact (summed into the judge's facts for the run log); never written to a verdict row."""
     cached: bool = False
     detail: str | None = None
-    """Why a call was not valid (parser note, refusal text, last error); goes to the call cache, not the rows."""
+    """Why a call was not valid (parser note, refusal text, last error class and message); goes to the call
+    cache and the run facts, never to the rows."""
+    error_reason: str | None = None
+    """For outcome `error`: a short, stable category ("connection refused", "timeout", "HTTP 500", "HTTP 429",
+    "malformed response", "circuit open", "budget"), the same for the same fault and free of keys, hosts,
+    ports, pids and times. Rows carry it (`error_reasons`); None is recorded as `unspecified`."""
 
 
 class VoteJudge(Judge):
@@ -137,6 +149,7 @@ class VoteJudge(Judge):
         shares: dict[str, list[float]] = {}
         counts: Counter[str] = Counter()
         for c, r in answered:
+            _check_outcome(self.name, r)
             counts[r.outcome] += 1
             assert c.order is not None
             share = shares.setdefault(c.order, [0.0, 0.0])
@@ -178,7 +191,7 @@ class VoteJudge(Judge):
             call_digests=[r.call_digest for r in rs if r.call_digest],
             provider_model=_models(rs),
             cost_usd=sum(r.cost_usd for r in rs),
-            latency_s=sum(r.latency_s for r in rs),
+            error_reasons=_error_reasons(rs),
         )
 
     def _point_row(self, item: PointItem, answered: list[tuple[Call, CallResult]]) -> dict[str, Any]:
@@ -186,6 +199,7 @@ class VoteJudge(Judge):
         tally: Counter[str] = Counter()
         positive = 0.0
         for _, r in answered:
+            _check_outcome(self.name, r)
             counts[r.outcome] += 1
             if r.outcome != "valid":
                 continue
@@ -200,7 +214,10 @@ class VoteJudge(Judge):
         else:
             predicted = NONE
         parts = {"idea_text": item.idea.text_digest, **self.extra_evidence((item.idea,))}
-        return pointwise_row(self, item, predicted=predicted, score=positive / len(answered), counts=counts, evidence_parts=parts)
+        return pointwise_row(
+            self, item, predicted=predicted, score=positive / len(answered), counts=counts, evidence_parts=parts,
+            error_reasons=_error_reasons([r for _, r in answered]),
+        )
 
 
 def _decide(ids: tuple[str, str], scores: tuple[float, float], any_valid: bool) -> str:
@@ -211,6 +228,16 @@ def _decide(ids: tuple[str, str], scores: tuple[float, float], any_valid: bool) 
     if scores[1] > scores[0]:
         return ids[1]
     return TIE
+
+
+def _check_outcome(judge: str, r: CallResult) -> None:
+    # An unknown outcome would be counted in no column: the row would silently lose a call.
+    if r.outcome != "valid" and r.outcome not in OUTCOMES:
+        raise RuntimeError(f"judge {judge}: call outcome {r.outcome!r} is not valid or one of {', '.join(OUTCOMES)}")
+
+
+def _error_reasons(results: Sequence[CallResult]) -> list[str]:
+    return sorted(r.error_reason or UNSPECIFIED_REASON for r in results if r.outcome == "error")
 
 
 def _models(results: Sequence[CallResult]) -> str | None:

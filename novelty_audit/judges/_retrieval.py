@@ -2,6 +2,7 @@
 
 Neighbours that are the idea itself (same normalized title, or cosine ≥ 0.95) are left out, so an idea
 is never shown its own abstract as "prior work". Deterministic: ties in similarity break by corpus id.
+A block depends on the idea's title and text only, and is memoized by their digest, never by idea id.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts import digest_obj
-from ..errors import ConfigError
+from ..errors import BadInputError, ConfigError
 from .distance import load_corpus, normalize_title
 
 __all__ = ["Retriever"]
@@ -34,7 +35,11 @@ class Retriever:
         ]
         self.corpus_digest = corpus.digest
         self._vec = TfidfVectorizer(sublinear_tf=True, stop_words="english")
-        self._matrix = self._vec.fit_transform([f"{r['title']}. {r['abstract']}" for r in self.records])
+        try:
+            self._matrix = self._vec.fit_transform([f"{r['title']}. {r['abstract']}" for r in self.records])
+        except ValueError as exc:  # scikit-learn's "empty vocabulary": nothing but stop words
+            raise BadInputError(f"retrieval corpus {self.path}: TF-IDF finds no usable term in its {len(self.records)} record(s): {exc}",
+                                hint="check the corpus abstracts (args.retrieval.corpus)") from None
         self._blocks: dict[str, str] = {}
 
     def config(self) -> dict[str, Any]:
@@ -44,9 +49,12 @@ class Retriever:
         return [self.path]
 
     def block(self, idea) -> str:
-        if idea.idea_id in self._blocks:
-            return self._blocks[idea.idea_id]
-        sims = (self._matrix @ self._vec.transform([f"{idea.title}. {idea.text}"]).T).toarray().ravel()
+        query = f"{idea.title}. {idea.text}"
+        # The title takes part in the query and in the own-title filter: both decide the block.
+        memo = digest_obj({"title": idea.title, "text": idea.text})
+        if memo in self._blocks:
+            return self._blocks[memo]
+        sims = (self._matrix @ self._vec.transform([query]).T).toarray().ravel()
         own = normalize_title(idea.title)
         order = sorted(range(len(self.records)), key=lambda i: (-sims[i], self.records[i]["id"]))
         lines = []
@@ -58,8 +66,8 @@ class Retriever:
             lines.append(f"- {r['title']} ({r['year'] or 'n.d.'}): {abstract}")
             if len(lines) == self.args.k:
                 break
-        self._blocks[idea.idea_id] = "\n".join(lines)
-        return self._blocks[idea.idea_id]
+        self._blocks[memo] = "\n".join(lines)
+        return self._blocks[memo]
 
     def blocks(self, shown) -> tuple[str, ...]:
         return tuple(self.block(i) for i in shown)

@@ -29,6 +29,7 @@ from ._base import (
     judges_row,
 )
 from ._build import Built
+from ._prompts import JUDGE_TEMPLATE_PREFIXES
 
 __all__ = ["JudgeMap", "JudgeRun", "judge_stage_inputs", "load_items", "prompts_dir", "run_judges"]
 
@@ -64,7 +65,7 @@ def judge_stage_inputs(jp: JudgeParams, pin_dir: Path, built: Built) -> list[Pat
                 )
             paths.append(p)
     # Only the judge's own templates: other stages' prompts share the folder but not this stage's identity.
-    paths.extend(p for p in prompts_dir().iterdir() if p.name.startswith(("pairwise-", "pointwise-", "format-")))
+    paths.extend(p for p in prompts_dir().iterdir() if p.name.startswith(JUDGE_TEMPLATE_PREFIXES))
     for j in built.judges:
         paths.extend(Path(p) for p in j.input_files())
     return sorted(set(paths))
@@ -104,6 +105,37 @@ def _check_coverage(name: str, rows: list[dict], expected: list[tuple[str, str]]
         )
 
 
+_OUTCOME_COUNTS = ("n_valid", "n_invalid", "n_refusal", "n_error", "n_truncated")
+
+
+def _summary(out: JudgeOutput) -> dict[str, dict[str, Any]]:
+    """Per dataset: verdict and call-outcome counts (pointwise ones prefixed `pointwise_`) and, when calls
+    failed, `error_reasons` {reason: failed calls} over both tasks. Content only: no time, no call counts."""
+    per_ds: dict[str, Counter[str]] = {}
+    reasons: dict[str, Counter[str]] = {}
+    for r in out.pairwise:
+        s = per_ds.setdefault(r["dataset"], Counter())
+        s["pairs"] += 1
+        s["ties"] += r["verdict"] == TIE
+        s["none"] += r["verdict"] == NONE
+        for k in _OUTCOME_COUNTS:
+            s[k] += r[k]
+        reasons.setdefault(r["dataset"], Counter()).update(r["error_reasons"] or [])
+    for r in out.pointwise:
+        s = per_ds.setdefault(r["dataset"], Counter())
+        s["pointwise"] += 1
+        s["pointwise_none"] += r["predicted"] == NONE
+        for k in _OUTCOME_COUNTS:
+            s[f"pointwise_{k}"] += r[k]
+        reasons.setdefault(r["dataset"], Counter()).update(r["error_reasons"] or [])
+    summary: dict[str, dict[str, Any]] = {}
+    for ds, c in sorted(per_ds.items()):
+        summary[ds] = dict(sorted(c.items()))
+        if reasons.get(ds):
+            summary[ds]["error_reasons"] = dict(sorted(reasons[ds].items()))
+    return summary
+
+
 def run_judges(jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, map_judges: JudgeMap | None = None) -> JudgeRun:
     """Run every built judge over the pinned items and write verdicts/pointwise/judges Parquet into `out_dir`."""
     pairs, points = load_items(pin_dir, list(jp.datasets))
@@ -126,19 +158,7 @@ def run_judges(jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, m
         pair_rows.extend(out.pairwise)
         point_rows.extend(out.pointwise)
         result.facts[judge.name] = {**out.facts, "seconds": round(time.perf_counter() - started, 4)}
-        per_ds: dict[str, dict[str, int]] = {}
-        for r in out.pairwise:
-            s = per_ds.setdefault(r["dataset"], Counter())
-            s["pairs"] += 1
-            s["ties"] += r["verdict"] == TIE
-            s["none"] += r["verdict"] == NONE
-            for k in ("n_valid", "n_invalid", "n_refusal", "n_error"):
-                s[k] += r[k]
-        for r in out.pointwise:
-            s = per_ds.setdefault(r["dataset"], Counter())
-            s["pointwise"] += 1
-            s["pointwise_none"] += r["predicted"] == NONE
-        result.summary[judge.name] = {ds: dict(sorted(c.items())) for ds, c in sorted(per_ds.items())}
+        result.summary[judge.name] = _summary(out)
     verdicts = pl.DataFrame(pair_rows, schema=PAIRWISE_SCHEMA) if pair_rows else pl.DataFrame(schema=PAIRWISE_SCHEMA)
     pointwise = pl.DataFrame(point_rows, schema=POINTWISE_SCHEMA) if point_rows else pl.DataFrame(schema=POINTWISE_SCHEMA)
     judges = pl.DataFrame([judges_row(j) for j in built.judges], schema=JUDGES_SCHEMA) if built.judges else pl.DataFrame(schema=JUDGES_SCHEMA)

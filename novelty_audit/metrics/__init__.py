@@ -6,7 +6,7 @@ Comparisons between judges, runs or files align verdicts by id (`compare_verdict
 """
 
 from ._compare import KINDS, AlignedVerdicts, Comparison, align_verdicts, compare_aligned, compare_verdicts, mcnemar_exact_p, verdict_map
-from ._compute import MetricsTables, compute_metrics, metrics_json, prompt_groups
+from ._compute import BY_REASON, MetricsTables, compute_metrics, metrics_json, prompt_groups
 from ._estimates import (
     WILSON_METHOD,
     AUROCEstimate,
@@ -38,6 +38,7 @@ __all__ = [
     "compare_verdicts",
     "mcnemar_exact_p",
     "verdict_map",
+    "BY_REASON",
     "MetricsTables",
     "compute_metrics",
     "metrics_json",

@@ -11,7 +11,7 @@ import difflib
 import itertools
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,16 @@ from ..config import MetricsParams
 from ._registry import METRICS, MetricSpec
 from ._views import PairwiseView, check_unique, pairwise_view, pointwise_view
 
-__all__ = ["MetricsTables", "compute_metrics", "metrics_json", "prompt_groups", "PAIRWISE_REQUIRED", "POINTWISE_REQUIRED"]
+__all__ = [
+    "BY_REASON",
+    "ERROR_REASON_SCHEMA",
+    "MetricsTables",
+    "compute_metrics",
+    "metrics_json",
+    "prompt_groups",
+    "PAIRWISE_REQUIRED",
+    "POINTWISE_REQUIRED",
+]
 
 PAIRWISE_REQUIRED = ("dataset", "judge", "pair_id", "idea_0", "idea_1", "gold_idea_id", "verdict")
 POINTWISE_REQUIRED = ("dataset", "judge", "idea_id", "gold_label", "predicted")
@@ -72,21 +81,37 @@ class MetricsTables:
     """Per (dataset, backbone): prompt variants, strict accuracy min/max/spread, mean flip rate between them."""
     definitions: list[dict[str, Any]]
     """The registry: name, table, direction, uncertainty, description (plus the interval settings)."""
+    error_reasons: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=ERROR_REASON_SCHEMA))
+    """Per (dataset, judge, table, reason): failed calls (outcome `error`) with that reason; sums to n_error."""
 
-    def as_json(self) -> dict[str, dict[str, dict[str, float]]]:
-        return metrics_json(self.metrics)
+    def as_json(self) -> dict[str, dict[str, dict[str, Any]]]:
+        return metrics_json(self.metrics, self.error_reasons)
 
 
-def metrics_json(metrics: pl.DataFrame) -> dict[str, dict[str, dict[str, float]]]:
-    """{dataset: {judge: {metric: value, metric_ci_low/high (bootstrap), metric_wilson_low/high}}}; undefined
-    values are left out so `dvc metrics` sees numbers only."""
-    out: dict[str, dict[str, dict[str, float]]] = {}
+BY_REASON = {"pairwise": "n_error_by_reason", "pointwise": "pointwise_n_error_by_reason"}
+"""metrics.json keys of the failed calls by reason ({reason: calls}) per table."""
+
+
+def metrics_json(metrics: pl.DataFrame, error_reasons: pl.DataFrame | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+    """{dataset: {judge: {metric: value, metric_ci_low/high (bootstrap), metric_wilson_low/high,
+    n_error_by_reason: {reason: calls}, pointwise_n_error_by_reason: {...}}}}; undefined values are left out
+    so `dvc metrics` sees numbers only (it flattens the by-reason dicts to `n_error_by_reason.<reason>`)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    tables: dict[tuple[str, str], set[str]] = {}
+    table_of = {s.name: s.table for s in METRICS}
     for r in metrics.iter_rows(named=True):
         d = out.setdefault(r["dataset"], {}).setdefault(r["judge"], {})
+        tables.setdefault((r["dataset"], r["judge"]), set()).add(table_of.get(r["metric"], "pairwise"))
         for suffix, col in (("", "value"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high"), ("_wilson_low", "wilson_low"), ("_wilson_high", "wilson_high")):
             v = r[col]
             if v is not None and not math.isnan(v):
                 d[r["metric"] + suffix] = int(v) if r["is_count"] and suffix == "" else v
+    for (ds, judge), seen in tables.items():
+        for t in sorted(seen):
+            out[ds][judge][BY_REASON[t]] = {}
+    if error_reasons is not None:
+        for r in error_reasons.iter_rows(named=True):
+            out.setdefault(r["dataset"], {}).setdefault(r["judge"], {}).setdefault(BY_REASON[r["table"]], {})[r["reason"]] = int(r["calls"])
     return out
 
 
@@ -208,6 +233,13 @@ def _pair_rows(v: PairwiseView, verdicts: list[str | None], gold: list[str | Non
     return rows
 
 
+ERROR_REASON_SCHEMA = {
+    "dataset": pl.String,
+    "judge": pl.String,
+    "table": pl.String,
+    "reason": pl.String,
+    "calls": pl.Int64,
+}
 PAIR_SCHEMA = {
     "dataset": pl.String,
     "judge": pl.String,
@@ -338,6 +370,7 @@ def compute_metrics(
     comp_rows: list[dict[str, Any]] = []
     flip_rows: list[dict[str, Any]] = []
     prompt_rows: list[dict[str, Any]] = []
+    reason_rows: list[dict[str, Any]] = []
     groups = prompt_groups(judges)
     datasets = sorted(
         set(verdicts["dataset"].unique().to_list()) | (set(pointwise["dataset"].unique().to_list()) if pointwise is not None else set())
@@ -363,6 +396,7 @@ def compute_metrics(
             part = by_judge[(j,)]
             v = pairwise_view(part, universe, where=f"verdicts (dataset {ds}, judge {j})")
             views[j] = v
+            reason_rows += _reason_rows(ds, j, "pairwise", v.error_reasons)
             vm = dict(zip(part["pair_id"].to_list(), part["verdict"].to_list()))
             verdict_maps[j] = vm
             for pid, g in zip(part["pair_id"].to_list(), part["gold_idea_id"].to_list()):
@@ -389,6 +423,8 @@ def compute_metrics(
                     for key, part in sorted(dp.partition_by("judge", as_dict=True).items())
                 ]
                 metric_rows += _evaluate(pt_specs, pviews, pweights, params, "pointwise")
+                for pv in pviews:
+                    reason_rows += _reason_rows(ds, pv.judge, "pointwise", pv.error_reasons)
 
     definitions = [s.as_record() for s in METRICS]
     for d in definitions:
@@ -404,7 +440,12 @@ def compute_metrics(
         flip_matrix=pl.DataFrame(flip_rows, schema=FLIP_SCHEMA) if flip_rows else pl.DataFrame(schema=FLIP_SCHEMA),
         prompt_sensitivity=pl.DataFrame(prompt_rows, schema=PROMPT_SCHEMA) if prompt_rows else pl.DataFrame(schema=PROMPT_SCHEMA),
         definitions=definitions,
+        error_reasons=pl.DataFrame(reason_rows, schema=ERROR_REASON_SCHEMA) if reason_rows else pl.DataFrame(schema=ERROR_REASON_SCHEMA),
     )
+
+
+def _reason_rows(ds: str, judge: str, table: str, reasons: dict[str, int]) -> list[dict[str, Any]]:
+    return [{"dataset": ds, "judge": judge, "table": table, "reason": k, "calls": n} for k, n in sorted(reasons.items())]
 
 
 def _comparisons(

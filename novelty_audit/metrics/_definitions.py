@@ -2,7 +2,10 @@
 
 Denominators (one convention for all pairwise shares): a pair the judge covered counts once in
 `n_pairs`; strict accuracy, soft accuracy, tie rate and coverage divide by `n_pairs`, so a `none`
-verdict (no valid vote) is a wrong answer that stays in the denominator.
+verdict (no valid vote) is a wrong answer that stays in the denominator. Failed calls (invalid,
+truncated, refusal, error) are counted on their own and are nobody's vote; errors are also broken down
+by reason (`n_error_by_reason`, computed with the metrics tables, not here: it is not one number).
+Run facts such as latency are not metrics: they live in the run log, never in metrics.json.
 """
 
 from __future__ import annotations
@@ -74,8 +77,14 @@ def n_refusal(v: PairwiseView) -> Count:
 
 @metric("n_error", table="pairwise", direction="lower")
 def n_error(v: PairwiseView) -> Count:
-    """Calls that failed (API or runtime error) after retries."""
+    """Calls that failed (API or runtime error) after retries; by reason in n_error_by_reason."""
     return Count(int(v.n_error.sum()))
+
+
+@metric("n_truncated", table="pairwise", direction="lower")
+def n_truncated(v: PairwiseView) -> Count:
+    """Calls whose answer was cut at max_tokens before a verdict (nobody's vote, like invalid)."""
+    return Count(int(v.n_truncated.sum()))
 
 
 @metric("n_order_pairs", table="pairwise", direction="none")
@@ -103,13 +112,6 @@ def first_position_rate(v: PairwiseView) -> Ratio | None:
 def cost_usd(v: PairwiseView) -> Total:
     """Total cost of the pairwise calls in USD (cached calls cost nothing)."""
     return Total(float(v.cost_usd.sum()))
-
-
-@metric("mean_latency_s", table="pairwise", direction="lower")
-def mean_latency_s(v: PairwiseView) -> Total | None:
-    """Mean seconds per pair as recorded by the judge stage."""
-    n = v.present.sum()
-    return Total(float(v.latency_s.sum() / n)) if n else None
 
 
 # -- pointwise -----------------------------------------------------------------------------------------
@@ -178,6 +180,30 @@ class MacroF1(LinearEstimate):
 def pointwise_macro_f1(v: PointwiseView) -> MacroF1 | None:
     """Unweighted mean of the POSITIVE and NEGATIVE F1 (sklearn f1_score, average='macro'); none = wrong."""
     return MacroF1(v) if v.present.any() else None
+
+
+@metric("pointwise_n_invalid", table="pointwise", direction="lower")
+def pointwise_n_invalid(v: PointwiseView) -> Count:
+    """Pointwise calls whose output could not be parsed into an answer."""
+    return Count(int(v.n_invalid.sum()))
+
+
+@metric("pointwise_n_refusal", table="pointwise", direction="lower")
+def pointwise_n_refusal(v: PointwiseView) -> Count:
+    """Pointwise calls the model refused."""
+    return Count(int(v.n_refusal.sum()))
+
+
+@metric("pointwise_n_error", table="pointwise", direction="lower")
+def pointwise_n_error(v: PointwiseView) -> Count:
+    """Pointwise calls that failed after retries; by reason in pointwise_n_error_by_reason."""
+    return Count(int(v.n_error.sum()))
+
+
+@metric("pointwise_n_truncated", table="pointwise", direction="lower")
+def pointwise_n_truncated(v: PointwiseView) -> Count:
+    """Pointwise calls whose answer was cut at max_tokens before an answer."""
+    return Count(int(v.n_truncated.sum()))
 
 
 @metric("n_scored", table="pointwise", direction="none")

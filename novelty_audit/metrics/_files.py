@@ -1,13 +1,15 @@
 """Bring-your-own verdicts: `id,verdict` files (CSV or JSONL) compared without the pipeline.
 
-Every problem with the files — a missing column, an empty file, a duplicated id, ids that do not
-match, a verdict outside the allowed set — is a `BadInputError` naming file, row and field.
+Every problem with the files — not a file, not text (a Parquet or binary file), an empty file, a missing
+column, a row with too many or too few fields, an unbalanced quote, a duplicated id, ids that do not match,
+a verdict outside the allowed set — is a `BadInputError` naming file, line and field; no row is skipped.
 Mismatched ids are reported instead when the caller asks for it (`report_mismatches`).
 """
 
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,28 +25,123 @@ __all__ = ["read_verdict_file", "FlipsReport", "flips_report", "QualityReport", 
 ID, VERDICT = "id", "verdict"
 
 
-def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    suffix = path.suffix.lower()
+_PARQUET_MAGIC = b"PAR1"
+_CONVERT_HINT = "write one row per item as CSV (header id,verdict) or JSONL (objects with id and verdict)"
+
+
+def _read_text(path: Path) -> str:
+    """The file's text, or a BadInputError saying why it cannot be read as a verdict file."""
     if not path.exists():
         raise BadInputError(f"{path}: no such file")
-    text = path.read_text(encoding="utf-8-sig")
-    if suffix == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        return [(i + 2, row) for i, row in enumerate(reader)]  # line 1 is the header
-    if suffix in (".jsonl", ".ndjson"):
-        rows = []
-        for i, line in enumerate(text.splitlines()):
-            if not line.strip():
-                continue
-            try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise BadInputError(f"{path}: line {i + 1} is not valid JSON ({exc})") from None
-            if not isinstance(obj, dict):
-                raise BadInputError(f"{path}: line {i + 1} is not a JSON object with fields {ID}, {VERDICT}")
-            rows.append((i + 1, obj))
-        return rows
-    raise BadInputError(f"{path}: unknown file type '{suffix or '(none)'}'", hint="use .csv (header id,verdict) or .jsonl")
+    if path.is_dir():
+        raise BadInputError(f"{path}: is a directory, not a verdict file", hint=_CONVERT_HINT)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BadInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not data.strip():
+        raise BadInputError(f"{path}: the file is empty", hint=_CONVERT_HINT)
+    if data[:4] == _PARQUET_MAGIC:
+        raise BadInputError(
+            f"{path}: is a Parquet file, not CSV or JSONL",
+            hint="convert it, e.g. python -c \"import polars as pl; pl.read_parquet('in.parquet')"
+            ".select('id','verdict').write_csv('out.csv')\"",
+        )
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise BadInputError(
+            f"{path}: line {line}: not UTF-8 text (byte {exc.start}); is it a binary file?", hint=_CONVERT_HINT
+        ) from None
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise BadInputError(f"{path}: line {line}: contains NUL bytes; is it a binary file?", hint=_CONVERT_HINT)
+    return text
+
+
+def _csv_rows(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+    # strict: an unterminated quote is an error instead of a value that runs to the end of the file.
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[tuple[int, dict[str, Any]]] = []
+    header: list[str] | None = None
+    end = 0  # last physical line consumed; a record starts on the line after it
+    while True:
+        start = end + 1
+        try:
+            record = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            what = "a quoted value is never closed (unbalanced quote)" if "end of data" in str(exc) else str(exc)
+            raise BadInputError(f"{path}: line {start}: {what}", hint="quote whole values: \"like this\"") from None
+        end = reader.line_num
+        if not record or all(not v.strip() for v in record):
+            continue
+        if header is None:
+            header = [h.strip() for h in record]
+            dup = sorted({h for h in header if header.count(h) > 1})
+            if dup:
+                raise BadInputError(f"{path}: line {start}: header names column(s) {', '.join(dup)} more than once")
+            missing = [f for f in (ID, VERDICT) if f not in header]
+            if missing:
+                raise BadInputError(
+                    f"{path}: line {start}: the header has no column {' or '.join(repr(f) for f in missing)} "
+                    f"(columns found: {', '.join(header) or 'none'})",
+                    hint=f"the first line must name the columns, e.g. {ID},{VERDICT}",
+                )
+            continue
+        if len(record) != len(header):
+            raise BadInputError(
+                f"{path}: line {start}: {len(record)} field(s) where the header has {len(header)} ({', '.join(header)})",
+                hint="quote values that contain commas",
+            )
+        for name, value in zip(header, record, strict=True):
+            if name in (ID, VERDICT) and ("\n" in value or "\r" in value):
+                raise BadInputError(
+                    f"{path}: line {start}, field '{name}': the value spans lines {start}-{end}; "
+                    "an unbalanced quote would swallow the rows after it",
+                    hint="close the quote, or remove it",
+                )
+        rows.append((start, dict(zip(header, record, strict=True))))
+    if header is None:
+        raise BadInputError(f"{path}: no header line", hint=_CONVERT_HINT)
+    return rows
+
+
+def _jsonl_rows(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+    rows = []
+    for i, line in enumerate(text.splitlines()):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise BadInputError(f"{path}: line {i + 1} is not valid JSON ({exc})") from None
+        if not isinstance(obj, dict):
+            raise BadInputError(f"{path}: line {i + 1} is not a JSON object with fields {ID}, {VERDICT}")
+        for f in (ID, VERDICT):
+            value = obj.get(f)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
+                raise BadInputError(
+                    f"{path}: line {i + 1}, field '{f}': expected a string or number, found {type(value).__name__}"
+                )
+        rows.append((i + 1, obj))
+    return rows
+
+
+def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        raise BadInputError(
+            f"{path}: Parquet verdict files are not read", hint=_CONVERT_HINT + "; polars: df.write_csv('out.csv')"
+        )
+    if suffix not in (".csv", ".jsonl", ".ndjson"):
+        if path.is_dir():
+            raise BadInputError(f"{path}: is a directory, not a verdict file", hint=_CONVERT_HINT)
+        raise BadInputError(f"{path}: unknown file type '{suffix or '(none)'}'", hint="use .csv (header id,verdict) or .jsonl")
+    text = _read_text(path)
+    return _csv_rows(path, text) if suffix == ".csv" else _jsonl_rows(path, text)
 
 
 def read_verdict_file(path: str | Path) -> dict[str, str]:

@@ -7,7 +7,8 @@ with `present = 0`; they never enter a denominator.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -20,6 +21,8 @@ TIE = "tie"
 NONE = "none"
 POSITIVE = "POSITIVE"
 NEGATIVE = "NEGATIVE"
+UNSPECIFIED_REASON = "unspecified"
+"""Same as novelty_audit.judges.UNSPECIFIED_REASON (metrics read tables, they do not import the judges)."""
 
 
 def check_unique(df: pl.DataFrame, key: list[str], where: str) -> None:
@@ -57,7 +60,9 @@ class PairwiseView:
     n_refusal: np.ndarray
     n_error: np.ndarray
     cost_usd: np.ndarray
-    latency_s: np.ndarray
+    n_truncated: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    error_reasons: dict[str, int] = field(default_factory=dict)
+    """Failed calls by reason, summed over the slice; sums to n_error (`unspecified` where no reason was recorded)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,12 @@ class PointwiseView:
     answered: np.ndarray
     scores: np.ndarray
     """NaN where the judge gave no score."""
+    n_invalid: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    n_refusal: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    n_error: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    n_truncated: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    error_reasons: dict[str, int] = field(default_factory=dict)
+    """As in PairwiseView."""
 
 
 def _align(ids: list[str], universe: list[str]) -> np.ndarray:
@@ -90,6 +101,25 @@ def _votes_for(votes: list[str] | None, idea: str) -> int:
 
 def _idea_votes(votes: list[str] | None, a: str, b: str) -> int:
     return 0 if votes is None else sum(1 for v in votes if v == a or v == b)
+
+
+def _count(r: dict, col: str) -> int:
+    # Tables made elsewhere (imported verdict files, older runs) may lack a count column: nothing counted.
+    return int(r.get(col) or 0)
+
+
+def _add_reasons(total: Counter[str], r: dict, where: str) -> None:
+    """Add one row's failed calls by reason; a row without (enough) recorded reasons counts `unspecified`."""
+    n_error = _count(r, "n_error")
+    reasons = list(r.get("error_reasons") or [])
+    if len(reasons) > n_error:
+        raise BadInputError(
+            f"{where}, field error_reasons: {len(reasons)} reasons for n_error={n_error} failed call(s)",
+            hint="error_reasons holds one entry per failed call (docs/design/tables.md)",
+        )
+    total.update(reasons)
+    if n_error > len(reasons):
+        total[UNSPECIFIED_REASON] += n_error - len(reasons)
 
 
 def _slice(
@@ -117,7 +147,8 @@ def pairwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where:
 
     present, correct, tie, none, decisive = arr(), arr(), arr(), arr(), arr()
     both, differ, first, ideas = arr(), arr(), arr(), arr()
-    inv, ref, err, cost, latency = arr(), arr(), arr(), arr(), arr()
+    inv, ref, err, trunc, cost = arr(), arr(), arr(), arr(), arr()
+    reasons: Counter[str] = Counter()
     for i, r in zip(at, rows):
         a, b, v = r["idea_0"], r["idea_1"], r["verdict"]
         allowed = (a, b, TIE, NONE)
@@ -141,14 +172,13 @@ def pairwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where:
         vf, vr = r.get("votes_forward"), r.get("votes_reverse")
         first[i] = _votes_for(vf, a) + _votes_for(vr, b)
         ideas[i] = _idea_votes(vf, a, b) + _idea_votes(vr, a, b)
-        inv[i] = r.get("n_invalid") or 0
-        ref[i] = r.get("n_refusal") or 0
-        err[i] = r.get("n_error") or 0
+        inv[i], ref[i], err[i], trunc[i] = (_count(r, c) for c in ("n_invalid", "n_refusal", "n_error", "n_truncated"))
+        _add_reasons(reasons, r, f"{where}: dataset {dataset}, judge {judge}, pair {r['pair_id']}")
         # Unknown (absent or null) stays NaN so the total is reported as unknown rather than as free.
         cost[i] = np.nan if r.get("cost_usd") is None else r["cost_usd"]
-        latency[i] = np.nan if r.get("latency_s") is None else r["latency_s"]
     return PairwiseView(
-        dataset, judge, universe, present, correct, tie, none, decisive, both, differ, first, ideas, inv, ref, err, cost, latency
+        dataset, judge, universe, present, correct, tie, none, decisive, both, differ, first, ideas, inv, ref, err, cost,
+        trunc, dict(sorted(reasons.items())),
     )
 
 
@@ -158,6 +188,8 @@ def pointwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where
     n = len(universe)
     present, correct, answered = np.zeros(n), np.zeros(n), np.zeros(n)
     scores = np.full(n, np.nan)
+    inv, ref, err, trunc = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    reasons: Counter[str] = Counter()
     gold: list[str | None] = [None] * n
     pred: list[str | None] = [None] * n
     for i, r in zip(at, rows):
@@ -174,4 +206,8 @@ def pointwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where
         s = r.get("score")
         if s is not None and np.isfinite(s):
             scores[i] = s
-    return PointwiseView(dataset, judge, universe, present, gold, pred, correct, answered, scores)
+        inv[i], ref[i], err[i], trunc[i] = (_count(r, c) for c in ("n_invalid", "n_refusal", "n_error", "n_truncated"))
+        _add_reasons(reasons, r, f"{where}: dataset {dataset}, judge {judge}, idea {r['idea_id']}")
+    return PointwiseView(
+        dataset, judge, universe, present, gold, pred, correct, answered, scores, inv, ref, err, trunc, dict(sorted(reasons.items()))
+    )

@@ -6,6 +6,7 @@ Prefect itself lives in flows/; everything here is plain Python the flows call, 
 from ._canary import CANARY_STAGE, build_canary, select_canary
 from ._drift import (
     API_BACKENDS,
+    NO_API_JUDGE,
     DriftPaths,
     drift_judges,
     drift_markdown,
@@ -13,13 +14,16 @@ from ._drift import (
     drift_paths,
     drift_rows,
 )
-from ._fanout import JudgeChunk, chunkable, merge_outputs, plan_chunks, run_chunk
+from ._dvc import DvcRecord, is_dvc_project, record_in_dvc
+from ._fanout import JudgeChunk, chunkable, failed_chunk_facts, failed_fanout_facts, merge_outputs, plan_chunks, run_chunk
 from ._summary import RunSummary, StageOutcome, fact_number, summarize_run
 
 __all__ = [
     "API_BACKENDS",
     "CANARY_STAGE",
+    "NO_API_JUDGE",
     "DriftPaths",
+    "DvcRecord",
     "JudgeChunk",
     "RunSummary",
     "StageOutcome",
@@ -31,8 +35,12 @@ __all__ = [
     "drift_paths",
     "drift_rows",
     "fact_number",
+    "failed_chunk_facts",
+    "failed_fanout_facts",
+    "is_dvc_project",
     "merge_outputs",
     "plan_chunks",
+    "record_in_dvc",
     "run_chunk",
     "select_canary",
     "summarize_run",

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # params.py imports the flows section model; keep this module
     from ..audit import AuditResult
     from ..params import Params
 
-__all__ = ["API_BACKENDS", "DriftPaths", "drift_judges", "drift_markdown", "drift_params", "drift_paths", "drift_rows"]
+__all__ = ["API_BACKENDS", "NO_API_JUDGE", "DriftPaths", "drift_judges", "drift_markdown", "drift_params", "drift_paths", "drift_rows"]
 
 API_BACKENDS = ("openai", "anthropic")
 """Backends that answer through a provider's API: their answers can drift, so the watch re-asks them."""
@@ -49,7 +49,7 @@ def drift_paths(params: Params) -> DriftPaths:
 
 
 def drift_judges(params: Params) -> list[str]:
-    """The judges to re-ask: `flows.canary.judges` if set, else every enabled judge with an API backend."""
+    """The judges to re-ask: `flows.canary.judges` if set, else every enabled judge with an API backend (possibly none)."""
     configured = params.judge.judges
     names = params.flows.canary.judges
     if names is not None:
@@ -61,14 +61,16 @@ def drift_judges(params: Params) -> list[str]:
             hint = "; ".join(f"{n}: did you mean {c[0]}?" for n, c in close.items() if c) or f"judges: {', '.join(configured)}"
             raise ConfigError(f"params.yaml flows.canary.judges: unknown judge(s) {', '.join(unknown)}", hint=hint)
         return list(names)
-    chosen = [n for n, spec in sorted(configured.items()) if spec.enabled and spec.backend in API_BACKENDS]
-    if not chosen:
-        raise ConfigError(
-            "the drift watch found no enabled API judge in params.yaml judge.judges",
-            hint=f"enable a judge with backend {' or '.join(API_BACKENDS)} (and set its key), "
-            "or list judges in flows.canary.judges",
-        )
-    return chosen
+    return [n for n, spec in sorted(configured.items()) if spec.enabled and spec.backend in API_BACKENDS]
+
+
+NO_API_JUDGE = (
+    "no enabled API judge to watch: the drift watch did nothing. Enable a judge with backend "
+    + " or ".join(API_BACKENDS)
+    + " in params.yaml judge.judges (and set its key), or list judges in flows.canary.judges"
+)
+"""What the drift watch says when `drift_judges` is empty (the default params): it finishes as a no-op, so the
+served daily deployment succeeds until there is a judge to watch."""
 
 
 def drift_params(params: Params, judges: Sequence[str], datasets: Sequence[str]) -> Params:

@@ -15,14 +15,15 @@ merged output equals `judge.judge(pairs, points)`:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..judges import JudgeOutput, JudgeParams, PairItem, PointItem, build_judges
+from ..judges import Budget, JudgeOutput, JudgeParams, PairItem, PointItem, build_judges
 from ._drift import API_BACKENDS
 
-__all__ = ["JudgeChunk", "chunkable", "merge_outputs", "plan_chunks", "run_chunk"]
+__all__ = ["JudgeChunk", "chunkable", "failed_chunk_facts", "failed_fanout_facts", "merge_outputs", "plan_chunks", "run_chunk"]
 
 
 class JudgeChunk(NamedTuple):
@@ -72,16 +73,60 @@ def plan_chunks(judges: Sequence[Any], pairs: Sequence[PairItem], points: Sequen
     return out
 
 
-def run_chunk(jp: JudgeParams, store_root: str | Path, chunk: JudgeChunk) -> JudgeOutput:
-    """Build the chunk's judge from params and answer its items (what one task does)."""
-    built = build_judges(jp, store_root=store_root, names=[chunk.judge], progress=False)
+FACTS_ATTR = "novelty_audit_facts"
+"""Attribute a failed chunk's exception carries: the run facts of the calls it made before failing."""
+
+
+def run_chunk(jp: JudgeParams, store_root: str | Path, chunk: JudgeChunk, budget: Budget | None = None) -> JudgeOutput:
+    """Build the chunk's judge from params and answer its items (what one task does).
+
+    `budget`: the stage run's budget (picklable, its state in the store), so every chunk of a run, in any
+    process, draws on one cap; None makes a budget for this chunk alone.
+
+    On failure the exception carries the chunk's run facts so far (`failed_chunk_facts`): calls already
+    paid for are still counted. (An attribute survives pickling, so this holds on Dask and Ray workers too.)
+    """
+    built = build_judges(jp, store_root=store_root, names=[chunk.judge], progress=False, budget=budget)
     if not built.judges:
         raise RuntimeError(f"judge {chunk.judge} could not be built in this worker: {built.skipped.get(chunk.judge, 'unknown')}")
     judge = built.judges[0]
     try:
         return judge.judge(chunk.pairs, chunk.points)
+    except Exception as exc:
+        facts = getattr(judge, "facts", None)
+        with contextlib.suppress(Exception):  # the original error matters more than its facts
+            setattr(exc, FACTS_ATTR, dict(facts()) if callable(facts) else {})
+        raise
     finally:
         judge.close()
+
+
+def failed_chunk_facts(exc: BaseException) -> dict[str, Any]:
+    """The run facts a failed chunk's exception carries ({} when it carries none)."""
+    facts = getattr(exc, FACTS_ATTR, None)
+    return dict(facts) if isinstance(facts, dict) else {}
+
+
+def failed_fanout_facts(
+    chunks: Sequence[JudgeChunk], outputs: Sequence[JudgeOutput | None], errors: Mapping[int, BaseException]
+) -> dict[str, Any]:
+    """Run facts of a fan-out that failed: per judge, the facts of its finished chunks and of its failed chunks
+    up to their failure, summed, plus `failed_chunks`. Nothing a chunk paid for is lost from the run log."""
+    by_judge: dict[str, list[dict[str, Any]]] = {}
+    failed: dict[str, int] = {}
+    for i, c in enumerate(chunks):
+        if i in errors:
+            by_judge.setdefault(c.judge, []).append(failed_chunk_facts(errors[i]))
+            failed[c.judge] = failed.get(c.judge, 0) + 1
+        elif outputs[i] is not None:
+            by_judge.setdefault(c.judge, []).append(dict(outputs[i].facts))
+    out: dict[str, Any] = {}
+    for name, facts in by_judge.items():
+        summed = _sum_facts(facts)
+        summed["chunks"] = len(facts)
+        summed["failed_chunks"] = failed.get(name, 0)
+        out[name] = summed
+    return out
 
 
 def _sum_facts(facts: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -90,6 +135,15 @@ def _sum_facts(facts: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for k, v in f.items():
             if isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(out.get(k, 0), (int, float)):
                 out[k] = out.get(k, 0) + v
+            elif isinstance(v, dict) and isinstance(out.get(k, {}), dict):
+                # per-reason counts (errors_by_reason) add up; other entries (error_details) keep the first seen
+                merged = dict(out.get(k, {}))
+                for kk, vv in v.items():
+                    if isinstance(vv, (int, float)) and not isinstance(vv, bool) and isinstance(merged.get(kk, 0), (int, float)):
+                        merged[kk] = merged.get(kk, 0) + vv
+                    else:
+                        merged.setdefault(kk, vv)
+                out[k] = merged
             else:
                 out.setdefault(k, v)
     if len(facts) > 1:

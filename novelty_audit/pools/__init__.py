@@ -2,7 +2,7 @@
 result stripping, and the rule check of the embedded benchmark."""
 
 from ..config import GeneratedPoolParams, PercentileRule, PoolRules, PoolsParams, StripParams
-from ._build import FLAG_SCHEMA, GENERATED_PAIRS, HUMAN_PAIRS, POOL_SCHEMA, PoolsOutput, build_pools
+from ._build import FLAG_SCHEMA, GENERATED_PAIRS, HUMAN_PAIRS, POOL_SCHEMA, PoolsOutput, build_pools, pools_prompt_files
 from ._check import NOT_CHECKABLE, check_benchmark
 from ._generated import GENERATED_SCHEMA, generate_with_llm, generated_from_jsonl, generated_from_pin
 from ._pair import PAIR_SCHEMA, UNPAIRED_SCHEMA, area_rng, pair_within_areas
@@ -24,6 +24,7 @@ __all__ = [
     "POOL_SCHEMA",
     "PoolsOutput",
     "build_pools",
+    "pools_prompt_files",
     "NOT_CHECKABLE",
     "check_benchmark",
     "GeneratedPoolParams",

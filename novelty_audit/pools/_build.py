@@ -10,19 +10,29 @@ import polars as pl
 
 from ..config import PoolsParams
 from ..errors import ConfigError
-from ..signals import ChatClient, check_file_pin
+from ..signals import ChatClient, check_file_pin, prompt_path
 from ._check import check_benchmark
 from ._generated import GENERATED_SCHEMA, generate_with_llm, generated_from_jsonl, generated_from_pin
 from ._pair import pair_within_areas
 from ._select import EVIDENCE_SCHEMA, paper_evidence, select_pools
-from ._strip import STRIP_CHECK_VERSION, check_results, strip_results
+from ._strip import GENERATE_PROMPT, STRIP_CHECK_VERSION, STRIP_PROMPT, check_results, strip_results
 
-__all__ = ["PoolsOutput", "build_pools", "POOL_SCHEMA", "FLAG_SCHEMA", "HUMAN_PAIRS", "GENERATED_PAIRS"]
+__all__ = ["PoolsOutput", "build_pools", "pools_prompt_files", "POOL_SCHEMA", "FLAG_SCHEMA", "HUMAN_PAIRS", "GENERATED_PAIRS"]
 
 POOL_SCHEMA = {**EVIDENCE_SCHEMA, "pool": pl.String, "text": pl.String, "text_stripped": pl.Boolean}
 FLAG_SCHEMA = {"idea_id": pl.String, "pool": pl.String, "check": pl.String, "match": pl.String, "start": pl.Int32}
 HUMAN_PAIRS = "constructed-human-only"
 GENERATED_PAIRS = "constructed-human-plus-generated"
+
+
+def pools_prompt_files(pp: PoolsParams) -> list[Path]:
+    """The prompt files the configured pools run sends (their bytes decide the answers): inputs of the stage."""
+    out = []
+    if pp.strip.llm.enabled:
+        out.append(prompt_path(STRIP_PROMPT))
+    if pp.generated.source == "llm":
+        out.append(prompt_path(GENERATE_PROMPT))
+    return out
 
 
 @dataclass

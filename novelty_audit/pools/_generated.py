@@ -49,13 +49,20 @@ def generated_from_pin(ideas: pl.DataFrame, dataset: str, max_words: int) -> pl.
 def generated_from_jsonl(path: Path, max_words: int) -> pl.DataFrame:
     """One JSON object per line with string fields area, title, text; a bad line names file, line and field."""
     rows = []
-    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        content = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInputError(f"{path}: not UTF-8 text (byte {exc.start})", hint="one JSON object per line") from None
+    for i, line in enumerate(content.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadInputError(f"{path}: line {i}: not valid JSON ({exc.msg})") from None
+        except (json.JSONDecodeError, RecursionError) as exc:
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            raise BadInputError(f"{path}: line {i}: not valid JSON ({why})") from None
+        if not isinstance(rec, dict):
+            raise BadInputError(f"{path}: line {i}: expected a JSON object with fields area, title, text")
         for field in ("area", "title", "text"):
             if not isinstance(rec.get(field), str) or not rec[field].strip():
                 raise BadInputError(f"{path}: line {i}, field {field}: missing or not a non-empty string")

@@ -24,9 +24,13 @@ AUDIT_FILES = ("audit.md", "audit.json")
 _SUFFIXES = ("_ci_low", "_ci_high", "_wilson_low", "_wilson_high")
 _PREFERRED = (
     "n_pairs", "strict_accuracy", "soft_accuracy", "accuracy_without_ties", "tie_rate", "coverage", "n_no_verdict",
-    "n_invalid", "n_refusal", "n_error", "n_order_pairs", "order_flip_rate", "first_position_rate", "n_ideas",
-    "pointwise_accuracy", "pointwise_coverage", "pointwise_macro_f1", "pointwise_auroc", "n_scored", "cost_usd",
+    "n_invalid", "n_truncated", "n_refusal", "n_error", "n_order_pairs", "order_flip_rate", "first_position_rate",
+    "n_ideas", "pointwise_accuracy", "pointwise_coverage", "pointwise_macro_f1", "pointwise_auroc", "n_scored",
+    "pointwise_n_invalid", "pointwise_n_truncated", "pointwise_n_refusal", "pointwise_n_error", "cost_usd",
 )
+_FAILED = ("n_invalid", "n_truncated", "n_refusal", "n_error")
+_BY_REASON = (("pairwise", "n_error_by_reason"), ("pointwise", "pointwise_n_error_by_reason"))
+"""metrics.json's failed calls by reason per task (novelty_audit.metrics.BY_REASON)."""
 _COST_KEYS = ("cost_usd", "total_cost_usd")
 
 
@@ -41,7 +45,8 @@ class Report:
 # -- values ------------------------------------------------------------------
 
 def _names(d: dict[str, Any]) -> list[str]:
-    base = [k for k in d if not any(k.endswith(s) for s in _SUFFIXES)]
+    # Nested values (failed calls by reason) have a table of their own.
+    base = [k for k in d if not any(k.endswith(s) for s in _SUFFIXES) and not isinstance(d[k], dict)]
     return [m for m in _PREFERRED if m in base] + sorted(m for m in base if m not in _PREFERRED)
 
 
@@ -98,15 +103,30 @@ def _main_table(metrics: dict[str, Any]) -> _Table:
     for ds in sorted(metrics):
         for judge in sorted(metrics[ds]):
             d = metrics[ds][judge]
-            failed = "/".join(_value(d, k) for k in ("n_invalid", "n_refusal", "n_error"))
+            failed = "/".join(_value(d, k) for k in _FAILED)
             rows.append([judge, ds, _cell(d, "strict_accuracy"), _cell(d, "soft_accuracy"), _cell(d, "tie_rate"),
                          failed, _cell(d, "coverage"), _cell(d, "order_flip_rate"), _cell(d, "first_position_rate")])
     return _Table(
         "judges",
-        ["judge", "dataset", "strict accuracy", "soft accuracy", "tie rate", "invalid/refusal/error", "coverage",
-         "order flip rate", "first-position rate"],
+        ["judge", "dataset", "strict accuracy", "soft accuracy", "tie rate", "invalid/truncated/refusal/error",
+         "coverage", "order flip rate", "first-position rate"],
         rows,
     )
+
+
+def _error_table(metrics: dict[str, Any]) -> _Table | None:
+    """Failed calls (outcome error) per judge, dataset and task, by reason, most frequent first."""
+    rows = []
+    for ds in sorted(metrics):
+        for judge in sorted(metrics[ds]):
+            for task, key in _BY_REASON:
+                reasons = metrics[ds][judge].get(key) or {}
+                for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
+                    rows.append([judge, ds, task, reason, _num(n)])
+    if not rows:
+        return None
+    return _Table("error-reasons", ["judge", "dataset", "task", "error reason", "failed calls"], rows,
+                  note="A failed call is nobody's vote and stays in every denominator; the next run asks it again.")
 
 
 def _detail_tables(metrics: dict[str, Any]) -> list[_Table]:
@@ -275,6 +295,7 @@ def build_report(sources: ReportSources, params: ReportParams) -> Report:
 
     ctx = {
         "main": _main_table(sources.metrics),
+        "errors": _error_table(sources.metrics),
         "details": _detail_tables(sources.metrics),
         "ci_note": _ci_note(sources),
         "figures": figures,
@@ -294,6 +315,8 @@ _AUDIT_TEXT = (
     "(and by `novelty-audit audit`). Keeping it out makes this report a function of its hashed inputs only "
     "(docs/design/report.md)."
 )
+
+_NO_ERRORS = "No call failed with an error."
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#222;padding:0 1rem}
@@ -339,6 +362,9 @@ def _html(ctx: dict[str, Any], plots: dict[str, bytes]) -> str:
         f'<p class="note">{_e(ctx["ci_note"])} Strict accuracy counts a tie or a missing verdict as wrong; soft accuracy '
         "counts a tie as ½. Order flip rate: share of pairs run in both orders whose two verdicts differ.</p>",
         _html_table(ctx["main"]),
+        '<h3 id="failed-calls">Failed calls by reason</h3>',
+        (f'<p class="note">{_e(ctx["errors"].note)}</p>' + _html_table(ctx["errors"]) if ctx["errors"]
+         else f'<p class="note">{_e(_NO_ERRORS)}</p>'),
         '<h2 id="charts">Accuracy and order effects</h2>',
         _html_figure(figs["accuracy"], plots),
         _html_figure(figs["order"], plots),
@@ -387,6 +413,8 @@ def _markdown(ctx: dict[str, Any]) -> str:
         "## Judges × datasets",
         ctx["ci_note"],
         _md_table(ctx["main"]),
+        "### Failed calls by reason",
+        (ctx["errors"].note + "\n\n" + _md_table(ctx["errors"])) if ctx["errors"] else f"_{_NO_ERRORS}_",
         "## Accuracy and order effects",
         _md_figure(figs["accuracy"]),
         _md_figure(figs["order"]),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..artifacts import StageManifest, atomic_write_bytes, write_json
+from ..artifacts import StageManifest, atomic_write_bytes, publish_copy, write_json
 from ..errors import ManifestMismatchError
 from ._build import AUDIT_FILES
 
@@ -25,7 +25,7 @@ def publish_report(manifest: StageManifest, out_dir: Path, publish_dir: Path) ->
     out_dir, publish_dir = Path(out_dir), Path(publish_dir)
     written = []
     for rec in manifest.outputs:
-        written.append(atomic_write_bytes(publish_dir / rec.path, (out_dir / rec.path).read_bytes()))
+        written.append(publish_copy(out_dir / rec.path, publish_dir / rec.path))
     keep = {publish_dir / rec.path for rec in manifest.outputs}
     plots = publish_dir / "plots"
     if plots.is_dir():

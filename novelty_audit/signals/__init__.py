@@ -1,7 +1,7 @@
 """Signals: originality claims extracted from peer reviews, and how well each extractor finds them."""
 
 from ..config import EXTRACTOR_IDS, LLMSpec, PinnedFile, RecoveryParams, SignalsParams
-from ._build import SignalsOutput, build_signals, check_file_pin, recorded_signals, signal_input_files
+from ._build import SignalsOutput, build_signals, recorded_signals
 from ._extract import (
     EXCLUSION_SCHEMA,
     PAPER_SCHEMA,
@@ -13,6 +13,16 @@ from ._extract import (
     rule_snippets,
 )
 from ._llm import CallStats, ChatClient, LLMExtraction, llm_extract, load_text_prompt, parse_json_answer
+from ._inputs import (
+    ACCEPT_COMMAND,
+    ReviewFiles,
+    SignalsPinChange,
+    accept_signal_pins,
+    check_file_pin,
+    prompt_path,
+    review_files,
+    signal_input_files,
+)
 from ._markdown import parse_markdown_reviews
 from ._openreview import parse_openreview_dump
 from ._records import Paper, RecordProblem, Review, classify_decision, paper_id_for, parse_score
@@ -26,6 +36,12 @@ __all__ = [
     "check_file_pin",
     "recorded_signals",
     "signal_input_files",
+    "ACCEPT_COMMAND",
+    "ReviewFiles",
+    "SignalsPinChange",
+    "accept_signal_pins",
+    "review_files",
+    "prompt_path",
     "EXTRACTOR_IDS",
     "LLMSpec",
     "PinnedFile",

@@ -8,9 +8,8 @@ from typing import Any
 
 import polars as pl
 
-from ..config import PinnedFile, SignalsParams
-from ..artifacts import digest_file
-from ..errors import BadInputError, ConfigError, PinMismatchError
+from ..config import SignalsParams
+from ..errors import BadInputError, ConfigError
 from ._extract import (
     REJECTION_SCHEMA,
     SNIPPET_SCHEMA,
@@ -28,39 +27,7 @@ from ._records import Paper, RecordProblem
 from ._rules import classify_sentence
 from ._score import RECOVERY_SCHEMA, detection_scores, load_review_sentences, polarity_scores, recovery_scores
 
-__all__ = ["check_file_pin", "signal_input_files", "SignalsOutput", "build_signals", "recorded_signals"]
-
-
-def check_file_pin(section: str, pin: PinnedFile, root: Path = Path(".")) -> Path:
-    """The file of a pin, after checking its bytes; a mismatch names the file and both digests."""
-    path = Path(root) / pin.path
-    if not path.is_file():
-        raise BadInputError(f"{section}: {pin.path} not found", hint=f"check {section} in params.yaml")
-    actual = digest_file(path)
-    if actual != pin.sha256:
-        raise PinMismatchError(
-            f"{section}: {pin.path} does not match its pin\n  expected sha256 {pin.sha256}\n  actual   sha256 {actual}",
-            hint=f"if the change is deliberate, put the new digest in params.yaml {section}",
-        )
-    return path
-
-
-def signal_input_files(sp: SignalsParams, root: Path = Path(".")) -> dict[str, list[Path]]:
-    """Every pinned input of the signals stage, checked: markdown, openreview, sentences."""
-    out: dict[str, list[Path]] = {"markdown": [], "openreview": [], "sentences": []}
-    for i, pin in enumerate(sp.markdown):
-        out["markdown"].append(check_file_pin(f"signals.markdown[{i}]", pin, root))
-    for i, pin in enumerate(sp.openreview):
-        out["openreview"].append(check_file_pin(f"signals.openreview[{i}]", pin, root))
-    for name in ("review_sentences_novelty", "review_sentences_other"):
-        pin = getattr(sp, name)
-        if pin is not None:
-            out["sentences"].append(check_file_pin(f"signals.{name}", pin, root))
-    if not (sp.markdown or sp.openreview):
-        raise ConfigError("signals: no review files configured", hint="list files under signals.markdown or signals.openreview")
-    if "llm" in sp.extractors and not sp.llm.enabled:
-        raise ConfigError("signals.extractors lists 'llm' but signals.llm.enabled is false", hint="enable it or drop 'llm'")
-    return out
+__all__ = ["SignalsOutput", "build_signals", "recorded_signals"]
 
 
 @dataclass

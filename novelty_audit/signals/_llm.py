@@ -1,8 +1,8 @@
 """A cached OpenAI-compatible chat call, and the LLM signal extractor built on it.
 
 The cache is the judges' call cache (`novelty_audit.judges.CallCache`, same directory
-`<store root>/cache/calls`, same key: backend, model, output-affecting settings, exact prompt
-bytes, replicate index), so one cache authority holds every model answer the project paid for.
+`<store root>/cache/calls`, same key: backend, model, endpoint, output-affecting settings,
+exact prompt bytes, replicate index), so one cache authority holds every model answer the project paid for.
 The judges' API engine is built around votes on pairs; a signal extraction is one plain chat
 completion, so the request itself is sent here through the `openai` SDK.
 """
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
+import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -62,6 +64,7 @@ class ChatClient:
         return call_key(
             backend=self.spec.backend,
             model=self.spec.model,
+            endpoint=self.spec.base_url,
             sampling=self.sampling(),
             prompt_bytes=canonical_bytes(messages),
             vote_index=replicate,
@@ -70,24 +73,42 @@ class ChatClient:
     def complete(self, messages: list[dict[str, str]], *, replicate: int = 0) -> str:
         """The answer text, from the cache when this exact call was answered before.
 
-        `replicate` tells apart repeated samples of one prompt (it is the cache key's vote index)."""
+        `replicate` tells apart repeated samples of one prompt (it is the cache key's vote index). While
+        another process sharing the cache asks the same call, this one waits for its answer instead of
+        paying for it again."""
         from ..judges import CallCache
 
         cache = CallCache(self.cache_root)
         key = self.key(messages, replicate)
-        hit = cache.get(key)
-        if hit is not None and isinstance(hit.get("text"), str):
-            self.stats.cache_hits += 1
-            return hit["text"]
-        text, usage = self._send(messages)
-        self.stats.calls += 1
-        self.stats.input_tokens += usage.get("input_tokens", 0)
-        self.stats.output_tokens += usage.get("output_tokens", 0)
-        cache.put(key, {"text": text, "model": self.spec.model, "backend": self.spec.backend, "prompt_sha256": digest_bytes(canonical_bytes(messages)), **usage})
+        text = _cached_text(cache, key)
+        if text is None:
+            claim = _claim(cache, key)
+            try:
+                text = _cached_text(cache, key)  # the previous holder may have answered it
+                if text is None:
+                    return self._ask(cache, key, messages)
+            finally:
+                claim.release()
+        self.stats.cache_hits += 1
         return text
 
-    def _send(self, messages: list[dict[str, str]]) -> tuple[str, dict[str, int]]:
+    def _ask(self, cache: Any, key: str, messages: list[dict[str, str]]) -> str:
+        text, usage, finish = self._send(messages)
+        self.stats.calls += 1
+        self.stats.input_tokens += usage["input_tokens"] or 0
+        self.stats.output_tokens += usage["output_tokens"] or 0
+        cache.put(key, {"text": text, "model": self.spec.model, "backend": self.spec.backend, "finish_reason": finish,
+                        "prompt_sha256": digest_bytes(canonical_bytes(messages)), **usage})  # fmt: skip
+        return text
+
+    def _send(self, messages: list[dict[str, str]]) -> tuple[str, dict[str, int | None], str | None]:
+        """(text, usage, finish_reason). HTTP faults are retried by the SDK; a malformed HTTP 200 body
+        (not JSON, no choices, no message) is retried here with the same kind of backoff. A call still
+        failing after `max_retries` stops the run with the reason (answered calls stay cached)."""
         import openai
+
+        from ..judges._llm import CallFault, json_body
+        from ..judges._openai import read_openai_answer
 
         if self._client is None:
             key = os.environ.get(self.spec.api_key_env) if self.spec.api_key_env else None
@@ -97,29 +118,61 @@ class ChatClient:
                     hint=f"export {self.spec.api_key_env}=… (keys are read from the environment only), or set {self.purpose}.enabled: false",
                 )
             self._client = openai.OpenAI(
-                api_key=key or "no-key", base_url=self.spec.base_url, timeout=self.spec.timeout_s, max_retries=self.spec.max_retries
+                api_key=key or "no-key",
+                # Explicit default: the SDK would follow OPENAI_BASE_URL, outside the call key.
+                base_url=self.spec.base_url or "https://api.openai.com/v1",
+                timeout=self.spec.timeout_s, max_retries=self.spec.max_retries
             )
-        try:
-            resp = self._client.chat.completions.create(
-                model=self.spec.model,
-                messages=messages,
-                temperature=self.spec.temperature,
-                max_tokens=self.spec.max_tokens,
-            )
-        except openai.AuthenticationError:
-            raise ConfigError(f"{self.purpose}: the endpoint rejected the key from {self.spec.api_key_env}") from None
-        except openai.APIError as exc:
-            raise NoveltyAuditError(
-                f"{self.purpose}: the call to model '{self.spec.model}' failed ({type(exc).__name__}: {exc})",
-                hint="answered calls are cached; rerun to resume",
-            ) from None
-        if not resp.choices or resp.choices[0].message.content is None:
-            raise NoveltyAuditError(f"{self.purpose}: model '{self.spec.model}' returned no text")
-        usage = resp.usage
-        return resp.choices[0].message.content, {
-            "input_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-            "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-        }
+        attempts = self.spec.max_retries + 1
+        for attempt in range(attempts):
+            try:
+                raw = self._client.chat.completions.with_raw_response.create(
+                    model=self.spec.model,
+                    messages=messages,
+                    temperature=self.spec.temperature,
+                    max_tokens=self.spec.max_tokens,
+                )
+            except openai.AuthenticationError:
+                raise ConfigError(f"{self.purpose}: the endpoint rejected the key from {self.spec.api_key_env}") from None
+            except openai.APIError as exc:
+                raise NoveltyAuditError(
+                    f"{self.purpose}: the call to model '{self.spec.model}' failed ({type(exc).__name__}: {_redact(str(exc), self.spec.api_key_env)})",
+                    hint="answered calls are cached; rerun to resume",
+                ) from None
+            try:
+                answer = read_openai_answer(json_body(raw))
+            except CallFault as exc:
+                if attempt + 1 < attempts:
+                    time.sleep(min(8.0, 0.5 * 2**attempt) * (0.5 + random.random() / 2))  # the SDK's own schedule
+                    continue
+                raise NoveltyAuditError(
+                    f"{self.purpose}: the call to model '{self.spec.model}' failed: {exc.reason} after {attempts} attempt(s) ({exc.detail})",
+                    hint="answered calls are cached; rerun to resume",
+                ) from None
+            if answer.refused or answer.text is None:
+                raise NoveltyAuditError(f"{self.purpose}: model '{self.spec.model}' declined to answer (finish_reason={answer.finish_reason})")
+            usage = {"input_tokens": answer.input_tokens, "output_tokens": answer.output_tokens}
+            return answer.text, usage, answer.finish_reason
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _cached_text(cache: Any, key: str) -> str | None:
+    hit = cache.get(key)
+    return hit["text"] if hit is not None and isinstance(hit.get("text"), str) else None
+
+
+def _claim(cache: Any, key: str) -> Any:
+    """Block until this process holds the call's claim (another process may be asking it right now)."""
+    delay = 0.05
+    while (claim := cache.try_claim(key)) is None:
+        time.sleep(delay)
+        delay = min(2.0, delay * 2)
+    return claim
+
+
+def _redact(text: str, key_env: str | None) -> str:
+    key = os.environ.get(key_env) if key_env else None
+    return text.replace(key, "***") if key else text
 
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.S)

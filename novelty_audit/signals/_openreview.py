@@ -30,8 +30,11 @@ def _value(content: dict[str, Any], key: str) -> Any:
     return v
 
 
-def _kind(reply: dict[str, Any]) -> str:
+def _kind(reply: dict[str, Any]) -> str | None:
+    """The reply's kind from its invitation suffix; None when the invitations are not a list of strings."""
     invs = reply.get("invitations") or ([reply["invitation"]] if reply.get("invitation") else [])
+    if not isinstance(invs, list) or not all(isinstance(inv, str) for inv in invs):
+        return None
     for inv in invs:
         tail = str(inv).rsplit("/-/", 1)[-1]
         if tail in ("Official_Review", "Decision", "Withdrawal", "Desk_Rejection"):
@@ -60,6 +63,8 @@ def parse_openreview_dump(path: Path, *, label: str | None = None) -> tuple[list
         return [], [RecordProblem(fname, "file", "json", f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", "paper-excluded")]
     except UnicodeDecodeError as exc:
         return [], [RecordProblem(fname, "file", "encoding", f"not UTF-8 text ({exc.reason})", "paper-excluded")]
+    except RecursionError:
+        return [], [RecordProblem(fname, "file", "json", "nested too deeply to read", "paper-excluded")]
     notes = data.get("notes") if isinstance(data, dict) else data
     if not isinstance(notes, list):
         return [], [RecordProblem(fname, "file", "notes", "expected {'notes': [...]} or a list of submission notes", "paper-excluded")]
@@ -101,6 +106,9 @@ def parse_openreview_dump(path: Path, *, label: str | None = None) -> tuple[list
                 problems.append(RecordProblem(fname, rid, "content", "a reply needs a 'content' mapping"))
                 continue
             kind = _kind(reply)
+            if kind is None:
+                problems.append(RecordProblem(fname, rid, "invitations", "expected a list of invitation ids (strings)"))
+                continue
             rc = reply["content"]
             if kind == "Decision":
                 decision = _value(rc, "decision")
@@ -164,5 +172,8 @@ def _review(fname: str, rid: str, reply: dict[str, Any]) -> tuple[Review | None,
     if bad:
         return None, problems
     sig = reply.get("signatures") or [rid]
-    reviewer = str(sig[0]).rsplit("/", 1)[-1]
+    if not isinstance(sig, list) or not isinstance(sig[0], str):
+        problems.append(RecordProblem(fname, rid, "signatures", f"expected a list of reviewer ids, found {sig!r:.80}"))
+        return None, problems
+    reviewer = sig[0].rsplit("/", 1)[-1]
     return Review(reviewer=reviewer, **scores, **texts), problems

@@ -49,13 +49,18 @@ def load_review_sentences(novelty: Path, other: Path) -> tuple[list[str], list[s
     """The NovBench sentences: novelty_data.json ([sentence, "NOVELTY"] pairs) and non_novelty_data.json ({text, labels})."""
     def load(path: Path) -> Any:
         try:
-            return json.loads(Path(path).read_text(encoding="utf-8"))
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise BadInputError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        except UnicodeDecodeError as exc:
+            raise BadInputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        except RecursionError:
+            raise BadInputError(f"{path}: JSON nested too deeply to read") from None
+        if not isinstance(data, list):
+            raise BadInputError(f"{path}: expected a JSON list of records, found {type(data).__name__}")
+        return data
 
     nov_raw, oth_raw = load(novelty), load(other)
-    if not isinstance(nov_raw, list) or not isinstance(oth_raw, list):
-        raise BadInputError(f"{novelty} / {other}: expected a JSON list of records")
     nov: list[str] = []
     for i, rec in enumerate(nov_raw):
         if not (isinstance(rec, list) and len(rec) == 2 and isinstance(rec[0], str) and rec[1] == "NOVELTY"):

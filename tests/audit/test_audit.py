@@ -14,11 +14,11 @@ def _by_pair(result):
     return {c.pair: c for c in result.changes}
 
 
-def test_a_forced_rerun_with_unchanged_inputs_lists_zero_changes(ledger):
+def test_a_forced_rerun_with_unchanged_inputs_is_the_same_run_and_lists_zero_changes(ledger):
     first = ledger.record(World())
-    second = ledger.record(World())
-    res = audit(ledger.store)
-    assert (res.from_run, res.to_run) == (first, second)
+    assert ledger.record(World()) == first  # equal content, equal run id: no second run
+    res = audit(ledger.store, first, CURRENT, artifacts=ledger.root / "artifacts")
+    assert (res.from_run, res.to_run) == (first, CURRENT)
     assert res.changes == []
     assert res.compared == 3
     assert res.to_json()["summary"] == {**{c: 0 for c in CAUSES}, "unchanged_with_changed_digests": 0}
@@ -96,7 +96,7 @@ def test_yaml_adjudications_work_like_csv(ledger, tmp_path):
 
 def test_a_bad_adjudication_row_is_an_error_naming_file_row_and_field(ledger, tmp_path):
     ledger.record(World())
-    ledger.record(World())
+    ledger.record(World().with_verdict("judge-x", "p-cd", "tie"))
     adj = tmp_path / "adj.csv"
     adj.write_text("dataset,judge,pair,from,to,decision,reason,who,when\nhuman-only,judge-x,p-ab,i-a,i-b,maybe,,ana,2026-11-29\n")
     with pytest.raises(BadInputError, match=r"adj.csv: row 1, field 'decision'"):

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 _TOP_LEVEL_SKIP = {".git", ".dvc", ".novelty-audit", "artifacts", "reports", "tests", "benchmarks", ".pytest_cache"}
@@ -54,6 +55,24 @@ def copy_project(dest: Path) -> Path:
     return dest
 
 
+CONTROL_BACKENDS = ("always-first", "always-second", "random", "abstain")
+
+
+def without_embedding_judges(project: Path) -> Path:
+    """Keep the control judges and the TF-IDF distance judge only.
+
+    For tests about orchestration (flows, DVC, the ledger), not about what judges say: embedding the corpus
+    with a sentence-transformers model takes minutes on a busy 2-core machine when the embedding cache is cold.
+    """
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    raw["judge"]["judges"] = {
+        k: v for k, v in raw["judge"]["judges"].items()
+        if v.get("backend") in CONTROL_BACKENDS or (v.get("backend", "").startswith("distance-") and v.get("args", {}).get("embedder") == "tfidf")
+    }  # fmt: skip
+    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    return project
+
+
 @pytest.fixture
 def project_copy(tmp_path: Path) -> Path:
     """A fresh copy of the project, not the cwd (flows take `project_dir`)."""
@@ -64,3 +83,15 @@ def project_copy(tmp_path: Path) -> Path:
 def make_project(tmp_path: Path):
     """A factory of project copies: `make_project("a")` → tmp_path/a."""
     return lambda name: copy_project(tmp_path / name)
+
+
+@pytest.fixture
+def light_project(project_copy: Path) -> Path:
+    """A fresh project copy with the control judges and the TF-IDF distance judge only (see without_embedding_judges)."""
+    return without_embedding_judges(project_copy)
+
+
+@pytest.fixture
+def make_light_project(make_project):
+    """A factory of light project copies: `make_light_project("a")` → tmp_path/a."""
+    return lambda name: without_embedding_judges(make_project(name))

@@ -114,9 +114,25 @@ def test_drift_watch_reports_spurious_provider_and_config_changes(prefect_api, d
     assert not (drift_project / ".novelty-audit" / "cache" / "calls").exists()
 
 
-def test_drift_watch_without_an_api_judge_says_how_to_configure_one(prefect_api, project_copy):
+def test_the_drift_watch_without_an_api_judge_is_a_no_op_that_says_so(prefect_api, project_copy):
+    from flows.drift import drift_watch
+
+    # The shipped params enable no API judge: the scheduled watch must succeed, do nothing, and say why.
+    state = drift_watch(project_dir=str(project_copy), return_state=True)
+    assert state.is_completed(), state
+    result = state.result()
+    assert result["run_id"] is None and result["changes"] == []
+    assert "no enabled API judge" in result["skipped"]
+    assert "no enabled API judge" in _artifact("drift-summary").data
+    assert not (project_copy / ".novelty-audit" / "drift").exists()  # no canary, no calls, no ledger
+
+
+def test_a_misspelled_canary_judge_still_fails_the_drift_watch(prefect_api, project_copy):
     from flows.drift import drift_watch
     from novelty_audit.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="no enabled API judge"):
+    raw = yaml.safe_load((project_copy / "params.yaml").read_text())
+    raw["flows"] = {**(raw.get("flows") or {}), "canary": {"judges": ["mock-gtp"]}}
+    (project_copy / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(ConfigError, match="unknown judge"):
         drift_watch(project_dir=str(project_copy))

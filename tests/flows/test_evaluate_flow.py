@@ -32,10 +32,10 @@ def _digests(project: Path) -> dict[str, tuple[str, str, dict[str, str]]]:
 
 
 @pytest.mark.slow
-def test_the_flow_reproduces_dvc_repro_digests_for_every_stage(prefect_api, make_project):
+def test_the_flow_reproduces_dvc_repro_digests_for_every_stage(prefect_api, make_light_project):
     from flows.evaluate import evaluate
 
-    by_dvc, by_flow = make_project("dvc"), make_project("flow")
+    by_dvc, by_flow = make_light_project("dvc"), make_light_project("flow")
     for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"]):
         res = sh(*cmd, cwd=by_dvc)
         assert res.returncode == 0, res.stderr

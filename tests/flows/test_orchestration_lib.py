@@ -8,6 +8,7 @@ import pytest
 
 from novelty_audit.errors import ConfigError
 from novelty_audit.orchestration import (
+    NO_API_JUDGE,
     StageOutcome,
     drift_judges,
     drift_params,
@@ -54,6 +55,8 @@ def test_the_drift_watch_picks_enabled_api_judges_or_the_listed_ones(tmp_path):
     assert drift_judges(listed) == ["off"]
     with pytest.raises(ConfigError, match="unknown judge"):
         drift_judges(_params(tmp_path, {"off": API}, {"judges": ["of"]}))
+    assert drift_judges(_params(tmp_path, {"first": {"backend": "always-first"}, "off": {**API, "enabled": False}})) == []
+    assert "no enabled API judge" in NO_API_JUDGE
 
 
 def test_drift_params_refresh_only_the_chosen_judges_inside_the_drift_store(tmp_path):

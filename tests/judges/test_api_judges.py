@@ -48,6 +48,7 @@ def test_every_call_ends_as_exactly_one_counted_outcome(build, mock_llm):
     assert counts == [(0, 6, 0, 0), (0, 0, 6, 0), (0, 0, 6, 0), (0, 0, 0, 6), (6, 0, 0, 0), (6, 0, 0, 0), (6, 0, 0, 0)]
     assert [r["verdict"] for r in rows[:4]] == [NONE] * 4
     assert rows[3]["votes_forward"] == ["error"] * 3 and rows[0]["votes_reverse"] == ["invalid"] * 3
+    assert rows[3]["error_reasons"] == ["HTTP 500"] * 6 and all(r["error_reasons"] == [] for r in rows[4:])
     # 6 calls per pair; the 500 pair is asked twice per call; 429 and timeout hit the first request of
     # each order's body once (the three votes of an order send identical bodies).
     assert mock_llm.count == 7 * 6 + 6 + 2 + 2

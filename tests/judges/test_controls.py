@@ -118,3 +118,16 @@ def test_a_pair_without_imported_votes_is_an_error_unless_asked_to_record_none(b
         build("import", tasks=("pairwise",), path=str(f)).judge(pairs, [])
     rows = build("import", tasks=("pairwise",), path=str(f), on_missing="none").judge(pairs, []).pairwise
     assert [r["verdict"] for r in rows] == [pairs[0].idea_0.idea_id, NONE]
+
+
+def test_imported_failed_votes_keep_their_outcome_and_error_reason(build, tmp_path):
+    pairs = make_pairs(1)
+    pid = pairs[0].pair_id
+    f = tmp_path / "votes.csv"
+    f.write_text(
+        "dataset,pair_id,vote,error_reason\n"
+        f"toy,{pid},0,\ntoy,{pid},truncated,\ntoy,{pid},error,HTTP 503\ntoy,{pid},error,\n"
+    )
+    (row,) = build("import", tasks=("pairwise",), path=str(f)).judge(pairs, []).pairwise
+    assert (row["n_valid"], row["n_truncated"], row["n_error"]) == (1, 1, 2)
+    assert row["error_reasons"] == ["HTTP 503", "unspecified"]

@@ -137,3 +137,70 @@ def test_the_shipped_corpus_loads_clean():
     assert c.files == ("data/prior-work/llm-paper-abstracts.json",)
     assert not c.table.filter(pl.col("abstract").str.contains("<p>|</p>|&amp;|&lt;")).height
     assert c.table["year"].min() == 2009 and c.table["year"].max() == 2025
+
+
+# -- degenerate corpora at the judge: a clear error naming corpus, judge and cutoff, never a numpy one --
+
+
+def _dated(tmp_path: Path, years: list[int], name: str = "late.json") -> Path:
+    return _write_json(tmp_path / name, [
+        {"key": f"d{i}", "title": f"Paper {i} on graph networks", "abstract": f"Graph networks for molecules, study {i}.", "year": y}
+        for i, y in enumerate(years)
+    ])  # fmt: skip
+
+
+@pytest.mark.parametrize("embedder", ["tfidf", "sentence-transformers"])
+def test_a_corpus_entirely_after_the_cutoff_fails_naming_corpus_judge_and_cutoff(build, tmp_path: Path, embedder: str):
+    corpus = _dated(tmp_path, [2026, 2026, 2027])
+    with pytest.raises(BadInputError) as err:
+        build("distance-yin", "yin-late", corpus=str(corpus), embedder=embedder, cutoff="2025-09-19")
+    msg = str(err.value)
+    assert "0 of 3 records are dated on or before 2025-09-19" in msg
+    assert "judge yin-late" in msg and str(corpus) in msg
+    assert "cutoff" in err.value.hint
+
+
+def test_k_or_neighbours_beyond_the_admissible_corpus_is_a_config_error(build, tmp_path: Path):
+    from novelty_audit.errors import ConfigError
+
+    corpus = str(_dated(tmp_path, [2019, 2020, 2021, 2030]))
+    with pytest.raises(ConfigError, match=r"args\.k: 4 is more than the 3 admissible record\(s\) \(dated on or before 2025-12-31\)"):
+        build("distance-knn", corpus=corpus, embedder="tfidf", k=4, cutoff="2025")
+    with pytest.raises(ConfigError, match=r"args\.neighbours: 9 is more than the 4 admissible"):
+        build("distance-rnd", corpus=corpus, embedder="tfidf", k=2, neighbours=9)
+    assert build("distance-knn", corpus=corpus, embedder="tfidf", k=3, cutoff="2025").config()["k"] == 3
+
+
+def test_a_corpus_of_stop_words_fails_naming_the_judge_not_empty_vocabulary(build, tmp_path: Path):
+    from novelty_audit.judges import Idea, PointItem
+
+    corpus = _write_json(tmp_path / "stop.json", [{"key": f"s{i}", "title": "The", "abstract": "and of the", "year": 2020} for i in range(3)])
+    judge = build("distance-yin", "yin-stop", corpus=str(corpus), embedder="tfidf")
+    idea = Idea("i-1", "T", "Graph networks for molecules.", "0" * 64, "a")
+    with pytest.raises(BadInputError, match="judge yin-stop: corpus .*stop.json: TF-IDF finds no usable term in its 3 admissible record"):
+        judge.judge([], [PointItem("toy", idea, "POSITIVE")])
+
+
+def test_a_corpus_with_no_usable_record_names_the_judge(build, tmp_path: Path):
+    corpus = _write_json(tmp_path / "noabs.json", [{"key": "a", "title": "T", "year": 2020}, {"key": "b", "title": "U", "abstract": "", "year": 2020}])
+    with pytest.raises(BadInputError, match=r"judge j: .*noabs.json: no usable corpus record \(2 excluded\)"):
+        build("distance-yin", corpus=str(corpus), embedder="tfidf")
+
+
+def test_records_without_abstract_are_recorded_exclusions_in_the_judges_facts(build, tmp_path: Path):
+    from novelty_audit.judges import Idea, PointItem
+
+    recs = [{"key": f"d{i}", "title": f"Graph paper {i}", "abstract": f"Graph networks study {i}.", "year": 2020} for i in range(3)]
+    corpus = _write_json(tmp_path / "c.json", [*recs, {"key": "x", "title": "No abstract", "year": 2020}])
+    judge = build("distance-yin", corpus=str(corpus), embedder="tfidf")
+    out = judge.judge([], [PointItem("toy", Idea("i-1", "T", "Graph networks for molecules.", "0" * 64, "a"), "POSITIVE")])
+    assert out.facts["corpus_docs"] == 3 and out.facts["corpus_excluded_records"] == 1
+    got = [(Path(e["file"]).name, e["record"], e["field"], e["reason"]) for e in out.facts["corpus_exclusions"]]
+    assert got == [("c.json", "record 3", "abstract", "missing")]
+
+
+def test_a_damaged_parquet_corpus_fails_naming_the_file(tmp_path: Path):
+    bad = tmp_path / "corpus.parquet"
+    bad.write_bytes(b"PAR1 this is not parquet at all")
+    with pytest.raises(BadInputError, match=r"corpus.parquet: not a readable Parquet file"):
+        load_corpus(bad)

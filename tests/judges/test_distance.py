@@ -293,7 +293,7 @@ def test_a_judge_rerun_gives_identical_rows_from_its_disk_caches(build, tmp_path
     second = build("distance-rnd", corpus=corpus, embedder="tfidf", k=2, neighbours=3)
     two = second.judge(pairs, points)
     assert second.embedder.fitted == 0  # vocabulary, idf and corpus matrix came from the cache
-    assert list((tmp_path / "store" / "cache" / "distance" / "densities").glob("*.npy"))
+    assert list((tmp_path / "store" / "cache" / "distance" / "densities").glob("*.npy.chk"))
     assert one.pairwise == two.pairwise and one.pointwise == two.pointwise
 
 

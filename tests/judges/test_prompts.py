@@ -1,9 +1,13 @@
-"""Prompt templates are versioned package data; the parser is tolerant and says what it could not read."""
+"""Prompt templates are versioned package data; the parser reads a verdict only where the output contract
+puts it, never from an echoed format example or an answer naming both labels, and says what it could not read."""
 
 from __future__ import annotations
 
+import re
+from importlib import resources
+
 import pytest
-from judge_items import idea
+from judge_items import idea, make_pairs, make_points
 
 from novelty_audit.errors import ConfigError
 from novelty_audit.judges import load_prompt, parse_verdict, prompt_names
@@ -22,7 +26,7 @@ def test_each_variant_renders_both_ideas_and_the_output_contract(variant):
     msgs = load_prompt("pairwise", variant).render((idea(1, "FIRST TEXT"), idea(2, "SECOND TEXT")))
     user = msgs[-1]["content"]
     assert user.index("FIRST TEXT") < user.index("SECOND TEXT")
-    assert '{"answer": "A"}' in user and "{{" not in user
+    assert '{"answer": "<A or B>"}' in user and "{{" not in user
 
 
 def test_variants_differ_and_only_the_reference_carries_guardrails():
@@ -61,8 +65,12 @@ def test_unknown_template_is_a_config_error_listing_known_ones():
         ('Reasoning.\n{"answer": "B"}', "valid", 1),
         ('```json\n{"answer": "A"}\n```', "valid", 0),
         ("{'answer': 'Idea B',}", "valid", 1),
-        ('The example {"answer": "A"} is wrong; mine: {"answer": "B"}', "valid", 1),
+        ('The form is {"answer": "<A or B>"}; mine:\n{"answer": "B"}', "valid", 1),
+        ('{\n  "answer": "B"\n}', "valid", 1),
+        ('Both have merit.\n**Final answer:** {"answer": "A"}', "valid", 0),
         ("Final answer: A", "valid", 0),
+        ('{"answer": "A"}\nOn reflection the second idea is close to prior work.', "invalid", None),
+        ('The example {"answer": "A"} is wrong; mine: {"answer": "B"}', "invalid", None),
         ('{"answer": "C"}', "invalid", None),
         ('I think A. {"answer": A,, ', "invalid", None),
         ("", "invalid", None),
@@ -80,3 +88,101 @@ def test_the_pointwise_parser():
     assert parse_verdict("pointwise", '{"answer": "yes"}').choice == "POSITIVE"
     assert parse_verdict("pointwise", '{"answer": "No"}').choice == "NEGATIVE"
     assert parse_verdict("pointwise", '{"answer": "maybe"}').outcome == "invalid"
+
+    assert parse_verdict("pointwise", '{"answer": "<yes or no>"}').outcome == "invalid"
+    assert parse_verdict("pointwise", 'Novel.\n{"answer": "yes"}  (or {"answer": "no"})').outcome == "invalid"
+
+
+# -- no invented votes ---------------------------------------------------------------------------------
+
+PROMPTS = resources.files("novelty_audit").joinpath("prompts")
+LEGACY_EXAMPLES = ['{"answer": "A"}  (or {"answer": "B"})', '{"answer": "yes"}  (or {"answer": "no"})']
+"""The v1 format examples a real model echoed back, read as a vote by the old parser (issue 17)."""
+
+
+def packaged_examples() -> list[tuple[str, str]]:
+    """(where, text) for every answer-format example in the packaged prompt files, found by reading them:
+    every line holding a JSON-like object, as shipped and as rendered into every judge prompt, and each
+    rendered output contract and user message whole (a model that repeats its prompt)."""
+    found: list[tuple[str, str]] = []
+    for f in sorted(PROMPTS.iterdir(), key=lambda f: f.name):
+        if not f.name.endswith(".txt"):
+            continue
+        text = f.read_text(encoding="utf-8")
+        found += [(f.name, line) for line in text.splitlines() if re.search(r"\{.*\}", line) and "{{" not in line]
+        m = re.match(r"(pairwise|pointwise)-(.+)\.txt$", f.name)
+        if m:
+            for reasoning in ("brief", "none"):
+                t = load_prompt(m.group(1), m.group(2), reasoning)
+                user = t.render(tuple(idea(k) for k in range(2 if t.task == "pairwise" else 1)))[-1]["content"]
+                where = f"{f.name} ({reasoning})"
+                found += [(where, line) for line in t.answer_format.splitlines() if "{" in line]
+                found += [(f"{where} contract", t.answer_format), (f"{where} whole prompt", user)]
+    return found
+
+
+def test_the_packaged_prompts_hold_answer_format_examples_to_check():
+    examples = packaged_examples()
+    names = {w.split(" ")[0] for w, _ in examples}
+    assert {"verdict-pairwise-v1.txt", "verdict-pointwise-v1.txt", "pairwise-reference-v1.txt", "pointwise-reference-v1.txt"} <= names
+    assert any('"answer"' in text for _, text in examples)
+
+
+@pytest.mark.parametrize("where, text", packaged_examples())
+def test_no_packaged_answer_format_example_parses_as_a_verdict(where, text):
+    for task in ("pairwise", "pointwise"):
+        p = parse_verdict(task, text)
+        assert p.outcome == "invalid", (where, task, p)
+        # echoed after some reasoning, or after a real verdict line: still no vote
+        assert parse_verdict(task, f"Both ideas are close.\n{text}").outcome == "invalid", (where, task)
+        assert parse_verdict(task, f'{{"answer": "A"}}\n{{"answer": "yes"}}\n{text}').outcome == "invalid", (where, task)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *LEGACY_EXAMPLES,
+        *(f"Reasoning first.\n{e}" for e in LEGACY_EXAMPLES),
+        '{"answer": "A"}\n{"answer": "B"}',
+        '{"answer": "B"} or {"answer": "A"}',
+        '{"answer": "A", "verdict": "B"}',
+        'Answer: A\n{"answer": "B"}',
+        "Answer: A or B",
+        "Final answer: A (or B)",
+        '{"answer": "A or B"}',
+        '{"answer": "yes"}\n{"answer": "no"}',
+        '```json\n{"answer": "no"}\n```\n{"answer": "yes"}',
+    ],
+)
+def test_answers_holding_both_labels_are_invalid(text):
+    for task in ("pairwise", "pointwise"):
+        p = parse_verdict(task, text)
+        assert (p.outcome, p.choice) == ("invalid", None), (task, p)
+        assert p.note
+
+
+def echo_the_format_example(body, nth):
+    """A model that ends its answer with the verdict form its prompt shows (the last line of the prompt)."""
+    user = body["messages"][-1]["content"]
+    example = [line for line in user.splitlines() if line.strip()][-1]
+    return f"Both ideas have merit; the form asks for\n{example}" if nth % 2 else example
+
+
+def echo_the_legacy_example(body, nth):
+    user = body["messages"][-1]["content"]
+    return f"Let me answer.\n{LEGACY_EXAMPLES[0] if 'Idea B:' in user else LEGACY_EXAMPLES[1]}"
+
+
+@pytest.mark.parametrize("answer", [echo_the_format_example, echo_the_legacy_example])
+def test_a_model_that_echoes_the_format_example_gets_no_valid_vote_in_a_whole_run(build, mock_llm, answer, monkeypatch):
+    monkeypatch.setenv("MOCK_API_KEY", "sk-test-echo")
+    mock_llm.answer = answer
+    pairs, points = make_pairs(6), make_points(4)
+    for reasoning in ("brief", "none"):
+        judge = build("openai", f"echo-{reasoning}", model="mock", base_url=mock_llm.base_url, api_key_env="MOCK_API_KEY",
+                      reasoning=reasoning, votes=2, backoff_s=0.001)
+        out = judge.judge(pairs, points)
+        assert sum(r["n_valid"] for r in out.pairwise + out.pointwise) == 0
+        assert all(r["n_invalid"] == 4 for r in out.pairwise) and all(r["n_invalid"] == 2 for r in out.pointwise)
+        assert {r["verdict"] for r in out.pairwise} == {"none"} and {r["predicted"] for r in out.pointwise} == {"none"}
+    assert mock_llm.count == 2 * (6 * 4 + 4 * 2)  # every call was asked and answered, none replayed

@@ -58,5 +58,95 @@ def test_an_api_judge_with_a_budget_needs_a_price(tmp_path):
     jp = JudgeParams.model_validate(
         {"budget_usd": 1.0, "judges": {"g": {"backend": "openai", "args": {"model": "unpriced-model"}}}}
     )
-    with pytest.raises(ConfigError, match="no entry in judge.prices"):
+    with pytest.raises(ConfigError, match="has no price"):
         build_judges(jp, store_root=tmp_path)
+
+
+# -- every configured judge is validated, enabled or not (issue 10.7) ---------------------------------
+
+
+def test_every_backend_declares_its_args_model_so_it_can_be_validated_without_building():
+    from pydantic import BaseModel
+
+    for name in JUDGES.names():
+        model = JUDGES.args_model(name)
+        assert model is not None and issubclass(model, BaseModel), name
+
+
+def test_a_disabled_judge_with_an_unknown_backend_fails_with_close_matches(tmp_path):
+    jp = JudgeParams.model_validate(
+        {"judges": {"on": {"backend": "random"}, "off": {"backend": "opneai", "enabled": False, "args": {"model": "m"}}}}
+    )
+    with pytest.raises(UnknownNameError) as exc:
+        build_judges(jp, store_root=tmp_path)
+    assert "judge.judges.off.backend" in exc.value.message and "opneai" in exc.value.message
+    assert "openai" in exc.value.hint
+
+
+def test_a_disabled_judges_bad_args_fail_naming_the_field(tmp_path):
+    jp = JudgeParams.model_validate(
+        {
+            "judges": {
+                "on": {"backend": "random"},
+                "off": {"backend": "openai", "enabled": False, "args": {"modle": "gpt", "sampling": {"temperatur": 0}}},
+            }
+        }
+    )
+    with pytest.raises(ConfigError) as exc:
+        build_judges(jp, store_root=tmp_path, names=["on"])
+    msg = exc.value.message
+    assert "judge.judges.off.args.modle" in msg  # misspelt key
+    assert "judge.judges.off.args.model" in msg  # so the required one is missing
+    assert "judge.judges.off.args.sampling.temperatur" in msg  # nested fields are named in full
+    assert "model" in exc.value.hint
+
+
+def test_every_problem_is_listed_at_once(tmp_path):
+    jp = JudgeParams.model_validate(
+        {"judges": {"a": {"backend": "always-frist", "enabled": False}, "b": {"backend": "random", "args": {"vots": 3}}}}
+    )
+    with pytest.raises(ConfigError) as exc:
+        judge_catalog(jp)
+    assert "judge.judges.a.backend" in exc.value.message and "judge.judges.b.args.vots" in exc.value.message
+
+
+def test_validation_imports_no_extra_and_builds_no_client():
+    # A fresh interpreter: what validating imports is not hidden by what other tests imported.
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import sys
+        from novelty_audit.judges import JudgeParams, validate_judges
+        heavy = ("torch", "sentence_transformers", "llama_cpp", "openai", "anthropic", "httpx")
+        before = {m for m in heavy if m in sys.modules}
+        validate_judges(JudgeParams.model_validate({"judges": {
+            "g": {"backend": "gguf-logprob", "args": {"model": "/nonexistent/model.gguf"}},
+            "d": {"backend": "distance-yin", "args": {"corpus": "/nonexistent/corpus.parquet"}},
+            "o": {"backend": "openai", "args": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}},
+            "c": {"backend": "anthropic", "args": {"model": "m"}},
+        }}))
+        print(sorted({m for m in heavy if m in sys.modules} - before))
+        """
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"
+
+
+def test_a_typo_in_a_disabled_judge_fails_when_params_load(project):
+    import yaml
+
+    from novelty_audit.params import load_params
+
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    off = [n for n, s in raw["judge"]["judges"].items() if s.get("enabled") is False]
+    assert off, "the shipped params.yaml has disabled judges"
+    raw["judge"]["judges"][off[0]]["args"]["vote"] = 3
+    (project / "params.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError) as exc:
+        load_params(project / "params.yaml")
+    assert f"judge.judges.{off[0]}.args.vote" in exc.value.message
+    assert str(project / "params.yaml") in exc.value.message

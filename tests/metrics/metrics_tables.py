@@ -12,6 +12,7 @@ from novelty_audit.judges import PAIRWISE_SCHEMA, POINTWISE_SCHEMA
 PAIR_COLUMNS = {k: PAIRWISE_SCHEMA[k] for k in (
     "dataset", "judge", "pair_id", "idea_0", "idea_1", "gold_idea_id", "verdict", "verdict_forward",
     "verdict_reverse", "votes_forward", "votes_reverse", "n_valid", "n_invalid", "n_refusal", "n_error",
+    "n_truncated", "error_reasons",
 )}
 POINT_COLUMNS = {k: POINTWISE_SCHEMA[k] for k in ("dataset", "judge", "idea_id", "gold_label", "predicted", "score")}
 
@@ -39,6 +40,8 @@ def pair_row(pair: str, verdict: str, *, gold: str = "a", judge: str = "j", data
         "n_invalid": extra.pop("n_invalid", 0),
         "n_refusal": extra.pop("n_refusal", 0),
         "n_error": extra.pop("n_error", 0),
+        "n_truncated": extra.pop("n_truncated", 0),
+        "error_reasons": extra.pop("error_reasons", []),
     }
     assert not extra, extra
     return row

@@ -35,14 +35,18 @@ def judges_table() -> pl.DataFrame:
     )
 
 
-def test_metrics_json_is_dataset_judge_metric_with_flat_numbers_and_separate_ci_keys():
+def test_metrics_json_is_dataset_judge_metric_with_numbers_and_separate_ci_keys():
     out = compute_metrics(table(three_judges("one") + three_judges("two")), params=FAST).as_json()
     assert sorted(out) == ["one", "two"]
     assert sorted(out["one"]) == ["distance", "first-v1", "first-v2"]
     d = out["one"]["first-v1"]
     assert d["strict_accuracy"] == 0.75 and d["n_pairs"] == 4
     assert {"strict_accuracy_ci_low", "strict_accuracy_ci_high", "strict_accuracy_wilson_low", "strict_accuracy_wilson_high"} <= set(d)
-    assert all(isinstance(v, (int, float)) for judge in out["one"].values() for v in judge.values())
+    # numbers, and the failed calls by reason as {reason: count} (dvc flattens it to n_error_by_reason.<reason>)
+    for judge in out["one"].values():
+        for k, v in judge.items():
+            assert isinstance(v, (int, float)) or (k.endswith("_by_reason") and all(isinstance(n, int) for n in v.values())), k
+    assert d["n_error_by_reason"] == {} and "mean_latency_s" not in d
 
 
 def test_by_default_every_two_judges_of_a_dataset_are_compared():

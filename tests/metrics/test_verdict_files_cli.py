@@ -149,3 +149,94 @@ def test_quality_rejects_a_label_the_reference_does_not_use(tmp_path):
     r = cli("quality", str(pred), "--reference", str(ref))
     assert r.returncode != 0
     assert "outside the allowed set" in r.stderr and "Traceback" not in r.stderr
+
+
+# --- unusable files: one message naming the file (and line/field), exit 2, never a traceback -------------
+
+
+def parquet_file(path: Path) -> Path:
+    import polars as pl
+
+    pl.DataFrame({"id": ["p1", "p2"], "verdict": ["A", "B"]}).write_parquet(path)
+    return path
+
+
+BAD_FILES = {
+    # name: (file name, how to make it, words the message must hold)
+    "parquet": ("verdicts.parquet", parquet_file, ["Parquet"]),
+    "parquet-named-csv": ("verdicts.csv", lambda p: p.write_bytes(parquet_file(p.with_suffix(".pq")).read_bytes()) and p,
+                          ["Parquet"]),
+    "random-bytes-csv": ("noise.csv", lambda p: p.write_bytes(bytes(range(128, 256)) * 8) and p, ["not UTF-8"]),
+    "nul-bytes-csv": ("nul.csv", lambda p: p.write_bytes(b"id,verdict\np1,A\x00\n") and p, ["line 2", "NUL"]),
+    "directory": ("folder.csv", lambda p: p.mkdir() or p, ["directory"]),
+    "directory-without-suffix": ("folder", lambda p: p.mkdir() or p, ["directory"]),
+    "missing": ("absent.csv", lambda p: p, ["no such file"]),
+    "empty": ("empty.csv", lambda p: p.write_bytes(b"") and p or p, ["empty"]),
+    "blank-lines-only": ("blank.jsonl", lambda p: p.write_text("\n\n") and p, ["empty"]),
+    "header-only": ("header.csv", lambda p: p.write_text("id,verdict\n") and p, ["no rows"]),
+    "unbalanced-quote-at-end": ("quote.csv", lambda p: p.write_text('id,verdict\np1,A\np2,"B\np3,A\np4,A\n') and p,
+                                ["line 3", "unbalanced quote"]),
+    "unbalanced-quote-closed-later": ("quote2.csv",
+                                      lambda p: p.write_text('id,verdict\np1,A\np2,"B\np3,A"\np4,A\n') and p,
+                                      ["line 3", "field 'verdict'", "spans lines"]),
+    "text-after-closing-quote": ("quote3.csv", lambda p: p.write_text('id,verdict\np1,"A"x\n') and p, ["line 2"]),
+    "wrong-columns": ("cols.csv", lambda p: p.write_text("pair,label\np1,A\n") and p, ["line 1", "'id'", "'verdict'"]),
+    "missing-verdict-column": ("cols2.csv", lambda p: p.write_text("id\np1\n") and p, ["'verdict'"]),
+    "too-many-fields": ("wide.csv", lambda p: p.write_text("id,verdict\np1,A\np2,B,C\n") and p, ["line 3", "3 field(s)"]),
+    "too-few-fields": ("narrow.csv", lambda p: p.write_text("id,verdict\np1,A\np2\n") and p, ["line 3", "1 field(s)"]),
+    "duplicate-header": ("dup.csv", lambda p: p.write_text("id,verdict,id\np1,A,p1\n") and p, ["more than once"]),
+    "duplicate-ids": ("dupid.csv", lambda p: p.write_text("id,verdict\np1,A\np2,B\n p1 ,A\n") and p,
+                      ["line 4", "'p1'", "first at line 2"]),
+    "empty-value": ("hole.csv", lambda p: p.write_text("id,verdict\np1,A\np2,\n") and p, ["line 3", "field 'verdict'"]),
+    "jsonl-missing-field": ("miss.jsonl", lambda p: p.write_text('{"id": "p1", "verdict": "A"}\n{"id": "p2"}\n') and p,
+                            ["line 2", "'verdict'"]),
+    "jsonl-nested-value": ("nest.jsonl", lambda p: p.write_text('{"id": ["p1"], "verdict": "A"}\n') and p,
+                           ["line 1", "field 'id'", "list"]),
+    "jsonl-not-json": ("garbage.jsonl", lambda p: p.write_text('{"id": "p1", "verdict": "A"}\n{oops\n') and p,
+                       ["line 2", "not valid JSON"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+@pytest.mark.parametrize("command", ["flips", "quality"])
+def test_an_unusable_verdict_file_exits_2_naming_the_file(tmp_path, golden, capsys, case, command):
+    name, make, words = BAD_FILES[case]
+    bad = make(tmp_path / name)
+    if command == "flips":
+        args = ["flips", str(bad), str(golden["after"])]
+    else:
+        args = ["quality", str(golden["before"]), "--reference", str(bad)]
+    code, out, err = run_main(capsys, *args)
+    assert code == 2, (out, err)
+    text = " ".join(err.split())  # rich wraps long lines
+    assert name in text
+    for word in words:
+        assert word in text
+    assert "Traceback" not in err + out
+
+
+def test_a_row_after_an_unbalanced_quote_is_never_swallowed(tmp_path):
+    """The old reader made `p2,"B` swallow p3 and p4 into p2's verdict; now the read stops with the line."""
+    from novelty_audit.errors import BadInputError
+    from novelty_audit.metrics import read_verdict_file
+
+    path = tmp_path / "v.csv"
+    path.write_text('id,verdict\np1,A\np2,"B\np3,A\np4,A\n')
+    with pytest.raises(BadInputError, match="line 3"):
+        read_verdict_file(path)
+
+
+def test_quoted_values_and_a_byte_order_mark_are_read(tmp_path):
+    from novelty_audit.metrics import read_verdict_file
+
+    path = tmp_path / "v.csv"
+    path.write_bytes('\ufeffid,verdict,note\n"p,1",A,"a, b"\np2,"B",\n\n'.encode())
+    assert read_verdict_file(path) == {"p,1": "A", "p2": "B"}
+
+
+def test_a_user_error_in_a_subprocess_prints_no_traceback(tmp_path, golden):
+    noise = tmp_path / "noise.csv"
+    noise.write_bytes(bytes(range(256)))
+    r = cli("flips", str(noise), str(golden["after"]))
+    assert r.returncode == 2
+    assert "noise.csv" in r.stderr and "Traceback" not in r.stderr + r.stdout

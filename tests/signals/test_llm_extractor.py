@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from mock_llm import MockLLM
 
+from novelty_audit.errors import NoveltyAuditError
+from novelty_audit.judges import CallCache
 from novelty_audit.signals import ChatClient, LLMSpec, SignalsParams, build_signals, llm_extract, parse_json_answer
 
 REVIEW = {
@@ -66,8 +68,10 @@ def test_the_cache_key_covers_the_model_and_the_prompt(mock: MockLLM, tmp_path: 
     assert a.key(msgs) != b.key(msgs)
     assert a.key(msgs) != a.key([{"role": "user", "content": "y"}])
     assert a.key(msgs) == a.key(msgs, 0) != a.key(msgs, 1)
-    spec_retry = a.spec.model_copy(update={"max_retries": 9, "timeout_s": 1.0, "base_url": "http://elsewhere/v1"})
+    spec_retry = a.spec.model_copy(update={"max_retries": 9, "timeout_s": 1.0})
     assert ChatClient(spec_retry, a.cache_root, "x").key(msgs) == a.key(msgs)
+    elsewhere = a.spec.model_copy(update={"base_url": "http://elsewhere/v1"})  # another server's answers
+    assert ChatClient(elsewhere, a.cache_root, "x").key(msgs) != a.key(msgs)
 
 
 def test_unparseable_answers_are_rejected_not_guessed(tmp_path: Path) -> None:
@@ -97,3 +101,25 @@ def test_the_signals_build_counts_rejected_snippets_per_extractor(mock: MockLLM,
     assert out.scores["extractors"]["llm"]["llm_rejected"] == {"total": 3, "not_verbatim": 1}
     assert out.rejections.height == 3
     assert set(out.snippets["review_digest"].to_list()) == set(out.reviews["review_digest"].to_list())
+
+
+@pytest.mark.parametrize("fault", ["truncated", "html", "empty_choices", "no_message", "wrong_types"])
+def test_a_malformed_http_200_is_retried_and_then_answered(mock: MockLLM, tmp_path: Path, fault: str) -> None:
+    mock.add_rule("routing credit", fault, times=1)
+    got = llm_extract(_client(mock, tmp_path), REVIEW)
+    assert len(got.accepted) == 2 and mock.count == 2
+
+
+def test_a_call_malformed_every_time_stops_with_its_reason_and_no_traceback(mock: MockLLM, tmp_path: Path) -> None:
+    mock.add_rule("routing credit", "html")
+    client = ChatClient(_client(mock, tmp_path).spec.model_copy(update={"max_retries": 1}), tmp_path / "cache" / "calls", "signals.llm")
+    with pytest.raises(NoveltyAuditError, match=r"signals\.llm: the call to model 'mock-extractor' failed: malformed response after 2 attempt\(s\)"):
+        llm_extract(client, REVIEW)
+    assert mock.count == 2
+
+
+def test_the_cache_entry_records_the_finish_reason(mock: MockLLM, tmp_path: Path) -> None:
+    client = _client(mock, tmp_path)
+    llm_extract(client, REVIEW)
+    (path,) = (tmp_path / "cache" / "calls").glob("??/*.json")
+    assert CallCache(tmp_path / "cache" / "calls").get(path.stem)["finish_reason"] == "stop"

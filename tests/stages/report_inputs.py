@@ -30,7 +30,9 @@ def write_metrics(d: Path, *, cost: bool = False) -> None:
                  "strict_accuracy_ci_high": min(acc + 0.05, 1.0), "soft_accuracy": min(acc + 0.02, 1.0),
                  "tie_rate": 1.0 if j == "always-first" else 0.02, "tie_rate_wilson_low": 0.01, "tie_rate_wilson_high": 0.05,
                  "coverage": 1.0, "n_invalid": 2 if j.startswith("gpt") else 0, "n_refusal": 0, "n_error": 1 if j == "gpt-p3" else 0,
-                 "order_flip_rate": 0.45 if j == "gpt-p3" else 0.0, "first_position_rate": 0.5}
+                 "n_truncated": 3 if j == "gpt-p1" else 0,
+                 "order_flip_rate": 0.45 if j == "gpt-p3" else 0.0, "first_position_rate": 0.5,
+                 "n_error_by_reason": {"connection refused": 1} if j == "gpt-p3" else {}}
             if cost:
                 m["cost_usd"] = 1.25 if j.startswith("gpt") else 0.0
             doc.setdefault(ds, {})[j] = m

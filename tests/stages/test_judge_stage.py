@@ -121,3 +121,103 @@ def test_the_shipped_params_run_offline_judges_only():
     enabled = {n: s.backend for n, s in spec.judges.items() if s.enabled}
     assert {"always-first", "always-second", "random", "abstain"} <= set(enabled)
     assert not {"openai", "anthropic"} & set(enabled.values())
+
+
+def cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "novelty_audit.cli", *args], cwd=cwd, capture_output=True, text=True,
+        env={**os.environ, **(env or {})}, timeout=timeout,
+    )  # fmt: skip
+
+
+def _manifest(project: Path):
+    from novelty_audit.artifacts import load_manifest
+
+    return load_manifest(project / "artifacts/judge")
+
+
+def test_failed_calls_publish_incomplete_outputs_exit_3_and_the_next_run_asks_only_them(pinned):
+    ideas = pl.read_parquet(pinned / "artifacts/pin/human-only/ideas.parquet")
+    pairs = pl.read_parquet(pinned / "artifacts/pin/human-only/pairs.parquet").sort("pair_id")
+    texts = dict(zip(ideas["idea_id"], ideas["text"]))
+    doomed = [texts[i][:80] for i in pairs["idea_0"].to_list()[::20]]  # every prompt holding one of these ideas fails
+    env = {"MOCK_API_KEY": KEY}
+    with MockLLM() as mock:
+        for snippet in doomed:
+            mock.add_rule(snippet, "500")
+        set_judges(pinned, {"mock": mock_judge(mock, max_retries=0)}, datasets=["human-only"], tasks=["pairwise"])
+        first = cli("stage", "judge", cwd=pinned, env=env)
+        assert first.returncode == 3, first.stdout + first.stderr
+        assert "Traceback" not in first.stderr
+        v = pl.read_parquet(pinned / "artifacts/judge/verdicts.parquet")
+        failed = int(v["n_error"].sum())
+        assert 0.05 * 308 <= failed <= 0.5 * 308, failed
+        assert f"judge: {failed} calls failed: HTTP 500" in first.stderr
+        m = _manifest(pinned)
+        assert m.complete is False and m.incomplete_reason == f"{failed} calls failed: HTTP 500"
+        checked = cli("verify", cwd=pinned)  # other declared stages never ran: only the judge's files matter here
+        assert "BAD artifacts/judge" not in checked.stderr and "stage judge: published outputs are incomplete" in checked.stdout
+
+        mock.reset()  # the server is healthy again
+        second = cli("stage", "judge", cwd=pinned, env=env)
+        assert second.returncode == 0, second.stderr
+        assert mock.count == failed, "exactly the failed calls are asked again"
+        v = pl.read_parquet(pinned / "artifacts/judge/verdicts.parquet")
+        assert v["n_error"].sum() == 0 and v.height == 154
+        assert _manifest(pinned).complete is True
+
+        third = cli("stage", "judge", cwd=pinned, env=env)
+        assert third.returncode == 0 and mock.count == failed, "a complete run is reused: no call"
+
+
+def test_on_error_record_exits_0_with_the_errors_counted_and_the_next_run_still_completes(pinned):
+    env = {"MOCK_API_KEY": KEY}
+    with MockLLM() as mock:
+        mock.add_rule("Idea A", "500")  # every pairwise prompt
+        set_judges(pinned, {"mock": mock_judge(mock, max_retries=0)}, datasets=["human-only"], tasks=["pairwise"], on_error="record")
+        first = cli("stage", "judge", cwd=pinned, env=env)
+        assert first.returncode == 0, first.stderr
+        assert "incomplete: 308 calls failed: HTTP 500" in first.stderr
+        assert pl.read_parquet(pinned / "artifacts/judge/verdicts.parquet")["n_error"].sum() == 308
+        mock.reset()
+        assert cli("stage", "judge", cwd=pinned, env=env).returncode == 0
+        assert mock.count == 308 and _manifest(pinned).complete is True
+
+
+def test_sigterm_ends_the_judge_stage_like_ctrl_c_without_leftover_temp_dirs(pinned):
+    env = {**os.environ, "MOCK_API_KEY": KEY}
+    with MockLLM(latency=0.3) as mock:
+        set_judges(pinned, {"mock": mock_judge(mock, concurrency=2)}, datasets=["human-only"], tasks=["pairwise"])
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "novelty_audit.cli", "stage", "judge"], cwd=pinned, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.time() + 120
+        while time.time() < deadline and mock.count < 4:
+            time.sleep(0.05)
+        assert mock.count >= 4, "the stage never started calling"
+        assert list((pinned / "artifacts").glob(".judge.*")), "the run writes into a temp dir while it runs"
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    assert not list((pinned / "artifacts").glob(".judge.*"))
+    assert not (pinned / "artifacts/judge").exists()
+
+
+def test_an_import_judge_whose_votes_file_is_not_a_dvc_dep_is_refused_naming_the_line_to_add(pinned):
+    from novelty_audit.errors import ConfigError
+
+    votes = pinned / "votes" / "mine.csv"
+    votes.parent.mkdir()
+    votes.write_text("dataset,pair_id,vote\n")
+    set_judges(pinned, {"mine": {"backend": "import", "args": {"path": "votes/mine.csv", "on_missing": "none"}}}, datasets=["human-only"])
+    with pytest.raises(ConfigError, match="stage judge: 1 input.* votes/mine.csv") as exc:
+        run("judge")
+    assert "      - votes/mine.csv" in exc.value.hint and "dvc.yaml" in exc.value.hint
+    assert not (pinned / "artifacts/judge").exists()
+    dvc = pinned / "dvc.yaml"
+    dvc.write_text(dvc.read_text().replace("      - data/prior-work\n", "      - data/prior-work\n      - votes\n", 1))
+    first = run("judge")
+    pair = pl.read_parquet(pinned / "artifacts/pin/human-only/pairs.parquet")["pair_id"][0]
+    votes.write_text(f"dataset,pair_id,vote\nhuman-only,{pair},0\n")  # swapped in place
+    assert run("judge").identity != first.identity, "the votes file is in the identity (and now a DVC dep)"

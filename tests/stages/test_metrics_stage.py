@@ -20,11 +20,12 @@ VERDICT_SCHEMA = {
     "dataset": pl.String, "judge": pl.String, "pair_id": pl.String, "idea_0": pl.String, "idea_1": pl.String,
     "gold_idea_id": pl.String, "verdict": pl.String, "verdict_forward": pl.String, "verdict_reverse": pl.String,
     "votes_forward": pl.List(pl.String), "votes_reverse": pl.List(pl.String), "n_valid": pl.Int64,
-    "n_invalid": pl.Int64, "n_refusal": pl.Int64, "n_error": pl.Int64, "cost_usd": pl.Float64, "latency_s": pl.Float64,
+    "n_invalid": pl.Int64, "n_refusal": pl.Int64, "n_error": pl.Int64, "n_truncated": pl.Int64,
+    "error_reasons": pl.List(pl.String), "cost_usd": pl.Float64,
 }
 OUTPUTS = {
     "metrics.json", "definitions.json", "metrics.parquet", "pairs.parquet", "comparisons.parquet",
-    "flip_matrix.parquet", "prompt_sensitivity.parquet",
+    "flip_matrix.parquet", "prompt_sensitivity.parquet", "error_reasons.parquet",
 }
 
 
@@ -40,7 +41,7 @@ def verdict_rows(dataset: str, judge: str, picks: list[str]) -> list[dict]:
             "verdict": verdict, "verdict_forward": verdict, "verdict_reverse": None,
             "votes_forward": [verdict if verdict not in ("none",) else "invalid"], "votes_reverse": None,
             "n_valid": int(verdict != "none"), "n_invalid": int(verdict == "none"), "n_refusal": 0, "n_error": 0,
-            "cost_usd": 0.001, "latency_s": 0.5,
+            "n_truncated": 0, "error_reasons": [], "cost_usd": 0.001,
         })
     return rows
 
@@ -68,6 +69,8 @@ def test_the_stage_writes_every_table_and_publishes_metrics_json_byte_for_byte(j
     assert alpha["soft_accuracy"] == pytest.approx(5.5 / 8)
     assert alpha["coverage"] == pytest.approx(7 / 8)
     assert alpha["cost_usd"] == pytest.approx(0.008)
+    assert (alpha["n_error"], alpha["n_error_by_reason"], alpha["n_truncated"]) == (0, {}, 0)
+    assert not [k for k in alpha if "latency" in k]  # a run fact, never a metric
     comparisons = pl.read_parquet(judged / "artifacts/metrics/comparisons.parquet")
     assert comparisons.select("judge_a", "judge_b", "compared", "flips").rows() == [("alpha", "beta", 8, 5)]
 
@@ -95,6 +98,20 @@ def test_a_new_seed_is_a_new_identity_that_moves_intervals_but_not_values(judged
     assert second.identity != first.identity
     assert t1["value"].equals(t2["value"])
     assert not t1["ci_low"].equals(t2["ci_low"])
+
+
+def test_failed_calls_are_published_by_reason_for_dvc_metrics(judged):
+    rows = verdict_rows("human-only", "gamma", ["g", "none", "none"])
+    rows[1].update(n_valid=0, n_invalid=0, n_error=2, error_reasons=["connection refused", "connection refused"],
+                   votes_forward=["error", "error"])
+    rows[2].update(n_valid=0, n_invalid=0, n_truncated=1, votes_forward=["truncated"])
+    write_table(judged / "artifacts/judge/verdicts.parquet", pl.DataFrame(rows, schema=VERDICT_SCHEMA))
+    run_stage("metrics")
+    gamma = orjson.loads((judged / "reports/metrics.json").read_bytes())["human-only"]["gamma"]
+    assert (gamma["n_error"], gamma["n_error_by_reason"], gamma["n_truncated"]) == (2, {"connection refused": 2}, 1)
+    assert gamma["strict_accuracy"] == pytest.approx(1 / 3)  # failed pairs stay in the denominator
+    reasons = pl.read_parquet(judged / "artifacts/metrics/error_reasons.parquet")
+    assert reasons.rows() == [("human-only", "gamma", "pairwise", "connection refused", 2)]
 
 
 def test_without_judge_outputs_the_stage_says_which_stage_to_run(project):
@@ -148,5 +165,7 @@ def test_dvc_repro_declares_metrics_json_for_dvc_metrics(project):
     subprocess.run(["dvc", "init", "-q"], cwd=project, check=True)
     subprocess.run(["dvc", "repro", "-q", "metrics"], cwd=project, check=True, capture_output=True)
     shown = subprocess.run(["dvc", "metrics", "show", "--json"], cwd=project, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr  # the by-reason dicts are numbers dvc can flatten
     data = json.loads(shown.stdout)[""]["data"]["reports/metrics.json"]["data"]
     assert data["human-only"]["always-first"]["tie_rate"] == 1.0
+    assert data["human-only"]["always-first"]["n_error"] == 0

@@ -109,7 +109,19 @@ def test_the_judge_table_shows_metrics_json_values_with_their_intervals(built):
     gpt = next(r for r in body if r[:2] == ["gpt-p3", "human-only"])
     # 0.4091 is not what the verdicts would give: the report shows metrics.json, it does not recompute.
     assert gpt[2] == f"{ACCURACY['gpt-p3']:.3f} [{ACCURACY['gpt-p3'] - 0.05:.3f}, {ACCURACY['gpt-p3'] + 0.05:.3f}]"
-    assert gpt[5] == "2/0/1" and gpt[7] == "0.450"
+    assert header[5] == "invalid/truncated/refusal/error"
+    assert gpt[5] == "2/0/0/1" and gpt[7] == "0.450"
+    assert next(r for r in body if r[:2] == ["gpt-p1", "human-only"])[5] == "2/3/0/0"
+
+
+def test_failed_calls_are_listed_per_judge_with_their_reason_and_never_a_latency(built):
+    root, *_ = built
+    rows = _parse(root / "reports" / "report.html").tables["error-reasons"]
+    assert rows[0] == ["judge", "dataset", "task", "error reason", "failed calls"]
+    assert rows[1:] == [["gpt-p3", ds, "pairwise", "connection refused", "1"] for ds in DATASETS]
+    md = (root / "reports" / "report.md").read_text()
+    assert "| gpt-p3 | human-only | pairwise | connection refused | 1 |" in md
+    assert "latency" not in md and "n error by reason" not in md
 
 
 def test_distance_judges_list_the_nearest_prior_work_titles(built):

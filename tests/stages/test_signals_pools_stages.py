@@ -41,6 +41,10 @@ def _with_openreview_dump(doc) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(FIXTURE, dest)
     doc["signals"]["openreview"] = [{"path": dest.as_posix(), "sha256": hashlib.sha256(dest.read_bytes()).hexdigest()}]
+    # A new input file is a DVC dependency too, or the stage refuses to run.
+    dvc = yaml.safe_load(Path("dvc.yaml").read_text(encoding="utf-8"))
+    dvc["stages"]["signals"]["deps"].append(dest.parent.as_posix())
+    Path("dvc.yaml").write_text(yaml.safe_dump(dvc, sort_keys=False), encoding="utf-8")
     doc["pools"]["percentile"] = {"top": 50, "bottom": 50, "method": "linear"}
 
 
@@ -123,3 +127,67 @@ def test_an_edited_review_file_stops_the_run_naming_file_and_digests(reviews_pro
         run_stage("signals")
     msg = str(err.value)
     assert f.as_posix() in msg and expected in msg and actual in msg
+
+
+NEW_REVIEW = """# Cached Attention Reuse for Long Context Models
+
+- Avg Score: 6.00
+- Decision: Accept (Poster)
+
+## Abstract
+We reuse attention maps across layers.
+
+## Human Reviews
+
+## Human Reviewer 1
+
+### Rating
+6
+
+### Strengths
+- The idea of reusing cached attention maps across layers is novel and original.
+
+### Weaknesses
+- The evaluation uses only two datasets.
+
+### Contribution
+3
+"""
+
+
+def test_an_added_review_file_is_refused_until_accepted_then_read(reviews_project: Path, capsys) -> None:
+    from novelty_audit.cli import main
+    from novelty_audit.signals import paper_id_for
+
+    run_stage("pin")
+    before = run_stage("signals")
+    new = Path("data/raw-reviews/cached-attention-reuse.md")
+    new.write_text(NEW_REVIEW, encoding="utf-8")
+    with Path("data/raw-reviews/INDEX.tsv").open("a", encoding="utf-8") as fh:
+        fh.write(f"{new.name}\tCached Attention Reuse for Long Context Models\tPOSITIVE\t6.00\t3.00\t1\t0\t{len(NEW_REVIEW)}\n")
+    with pytest.raises(PinMismatchError) as err:
+        run_stage("signals")
+    assert new.as_posix() in str(err.value) and "novelty-audit signals --accept" in str(err.value)
+
+    main(["signals", "--accept"])
+    assert f"{new.as_posix()}: pinned" in capsys.readouterr().out
+    after = run_stage("signals")
+    assert after.identity != before.identity
+    assert new.as_posix() in [r.path for r in after.inputs]
+    pid = paper_id_for("Cached Attention Reuse for Long Context Models")
+    assert pid in pl.read_parquet("artifacts/signals/papers.parquet")["paper_id"].to_list()
+    snippets = pl.read_parquet("artifacts/signals/snippets.parquet").filter(pl.col("paper_id") == pid)
+    assert snippets.filter(pl.col("polarity") == "positive")["text"].to_list() == [
+        "The idea of reusing cached attention maps across layers is novel and original."
+    ]
+
+
+def test_every_file_the_signals_stage_reads_is_in_its_identity_and_a_dvc_dependency(reviews_project: Path) -> None:
+    run_stage("pin")
+    m = run_stage("signals")
+    deps = yaml.safe_load(Path("dvc.yaml").read_text(encoding="utf-8"))["stages"]["signals"]["deps"]
+    recorded = [r.path for r in m.inputs]
+    assert "data/raw-reviews/INDEX.tsv" in recorded  # the index is read, so it decides the identity
+    assert len([p for p in recorded if p.startswith("data/raw-reviews/") and p.endswith(".md")]) == 7
+    for path in recorded:
+        assert any(path == d or path.startswith(d.rstrip("/") + "/") for d in deps), f"{path} is not a dvc.yaml dep"

@@ -1,6 +1,9 @@
 """Distance-to-prior-work judges: the corpus loader, embedding backends and cache, the scores
 (Yin, kNN density, RND) with the leakage filter, and the registered `distance-*` backends.
+Every disk cache entry is checked when read; `verify_distance_caches` lists the damaged ones.
 See docs/design/distance.md."""
+
+from ._cachefile import verify_distance_caches
 
 from ._corpus import CORPUS_EXCLUSION_SCHEMA, CORPUS_SCHEMA, CORPUS_SUFFIXES, Corpus, CorpusExclusion, load_corpus, normalize_title, strip_html
 from ._embed import MINILM_ALIASES, Embedder, EmbeddingCache, SentenceTransformerEmbedder, TfidfEmbedder, model_dir_digest, resolve_model_dir, text_digest
@@ -55,4 +58,5 @@ __all__ = [
     "parse_cutoff",
     "rnd_scores",
     "yin_scores",
+    "verify_distance_caches",
 ]

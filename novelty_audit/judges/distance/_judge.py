@@ -6,8 +6,13 @@ The pairwise verdict is the idea with the larger score; equal scores tie (the `S
 Pointwise, an idea is POSITIVE when its score is ≥ `threshold` (default: the dataset median).
 
 Evidence per idea: corpus digest, embedder model id, leakage-filter settings, the admissible
-neighbours and the leakage drops, so a changed corpus or model shows up as an `evidence` change.
+neighbours and the leakage drops (and the normalized title when the own-title filter is on), so a
+changed corpus or model shows up as an `evidence` change.
 Every leakage drop is returned in the run facts (`leakage_drops`) and by `leakage_table()`.
+
+Nothing is looked up by idea id: an idea is scored by its text (and title, when the own-title filter
+reads it), the corpus densities are cached under a key holding model, corpus, cutoff, k and the
+leakage knobs, and every disk cache entry is checked when read (`_cachefile`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import importlib.util
 import io
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,12 +29,14 @@ import numpy as np
 import polars as pl
 from pydantic import Field, field_validator
 
-from ...artifacts import atomic_write_bytes, digest_obj
-from ...errors import MissingDependencyError
+from ...artifacts import digest_bytes, digest_file, digest_obj
+from ...errors import BadInputError, ConfigError, MissingDependencyError
 from ...params import Frozen
 from .._base import JUDGES, Idea, IdeaScore, Judge, JudgeContext, JudgeOutput, PairItem, PointItem, ScoreJudge, parse_args
+from . import _scores
+from ._cachefile import entry_path, read_entry, write_entry
 from ._corpus import Corpus, load_corpus, normalize_title
-from ._embed import EmbeddingCache, SentenceTransformerEmbedder, TfidfEmbedder
+from ._embed import EmbeddingCache, SentenceTransformerEmbedder, TfidfEmbedder, text_digest
 from ._scores import after_cutoff, corpus_densities, cosine_matrix, knn_scores, nearest, parse_cutoff, rnd_scores, yin_scores
 
 __all__ = [
@@ -142,7 +149,11 @@ def embedding_cache(cache_dir: Path) -> EmbeddingCache:
 def _corpus(path: str) -> Corpus:
     p = Path(path)
     files = sorted(p.rglob("*")) if p.is_dir() else [p]
-    stamp = (str(p.resolve()), tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files if f.is_file()))
+    # Memoized by the files' content, so an edit is never served from memory whatever its timestamps.
+    try:
+        stamp = (str(p.resolve()), tuple((str(f), digest_file(f)) for f in files if f.is_file()))
+    except OSError as exc:
+        raise BadInputError(f"{p}: cannot read the corpus ({type(exc).__name__}: {exc})") from None
     with _lock:
         hit = _corpora.get(stamp)
     if hit is None:
@@ -160,7 +171,10 @@ class DistanceJudge(ScoreJudge):
         self.backend = backend
         self.args = args
         self.threshold = args.threshold
-        self.corpus = _corpus(args.corpus)
+        try:
+            self.corpus = _corpus(args.corpus)
+        except BadInputError as exc:
+            raise BadInputError(f"judge {ctx.name}: {exc.message}", hint=exc.hint) from None
         self.embedder = embedder
         titles = self.corpus.table["title"].to_list()
         self._after = after_cutoff(self.corpus.table["year"].to_list(), self.corpus.table["date"].to_list(), args.cutoff)
@@ -168,9 +182,30 @@ class DistanceJudge(ScoreJudge):
         self._doc_ids = self.corpus.table["doc_id"].to_list()
         self._titles = titles
         self._norm_titles = [normalize_title(titles[j]) for j in self._keep]
+        self._check_corpus_size()
         self._corpus_vectors: Any = None
         self._drops: list[dict[str, Any]] = []
+        self._drops_by_key: dict[str, list[dict[str, Any]]] = {}
         self._facts: dict[str, Any] = {}
+
+    def _check_corpus_size(self) -> None:
+        """Fail at build time, naming corpus, judge and cutoff, when the admissible corpus cannot give a score."""
+        a, n, kept = self.args, len(self.corpus), len(self._keep)
+        where = f"judge {self.name}: corpus {a.corpus}"
+        if kept == 0:
+            limit = parse_cutoff(a.cutoff)
+            raise BadInputError(
+                f"{where}: 0 of {n} records are dated on or before {limit} (cutoff {a.cutoff!r}); nothing is left to compare ideas with",
+                hint=f"check the corpus dates, or set a later judge.judges.{self.name}.args.cutoff",
+            )
+        admissible = f"{kept} admissible record(s)" + (f" (dated on or before {parse_cutoff(a.cutoff)})" if a.cutoff else "")
+        for knob in ("k", "neighbours"):
+            value = getattr(a, knob, None)
+            if value is not None and value > kept:
+                raise ConfigError(
+                    f"params.yaml judge.judges.{self.name}.args.{knob}: {value} is more than the {admissible} of {where}",
+                    hint=f"use {knob} ≤ {kept}, or a larger corpus",
+                )
 
     # -- configuration and evidence ------------------------------------------------------------------
     def config(self) -> dict[str, Any]:
@@ -206,38 +241,54 @@ class DistanceJudge(ScoreJudge):
                 "novelty_audit.judges.distance._embed")
 
     # -- scoring -------------------------------------------------------------------------------------
+    def score_key(self, idea: Idea) -> str:
+        # The title decides a score only through the own-title filter, and only in normalized form.
+        title = normalize_title(idea.title) if self.args.own_title else None
+        return digest_obj({"text": text_digest(idea.text), "title": title})
+
     def _vectors(self) -> Any:
         if self._corpus_vectors is None:
             texts = self.corpus.texts
             kept = [texts[j] for j in self._keep]
             # TF-IDF learns its vocabulary from the admissible corpus only: post-cutoff text must not shape it.
-            self._corpus_vectors = self.embedder.encode_corpus(kept)
+            try:
+                self._corpus_vectors = self.embedder.encode_corpus(kept)
+            except ValueError as exc:
+                if not isinstance(self.embedder, TfidfEmbedder):
+                    raise
+                # scikit-learn: "empty vocabulary" / "After pruning, no terms remain".
+                raise BadInputError(
+                    f"judge {self.name}: corpus {self.args.corpus}: TF-IDF finds no usable term in its {len(kept)} admissible "
+                    f"record(s){f' (cutoff {self.args.cutoff})' if self.args.cutoff else ''}: {exc}",
+                    hint=f"check the corpus abstracts, or judge.judges.{self.name}.args.tfidf (stop_words, min_df)",
+                ) from None
         return self._corpus_vectors
 
     def _doc_density(self, vectors: Any, k: int) -> np.ndarray:
         """Corpus documents' kNN densities, memoized in process and on disk (they depend on nothing per idea)."""
-        key = digest_obj({"model": self.embedder.model_id, "corpus": self.corpus.digest, "cutoff": self.args.cutoff, "k": k,
-                          "near_duplicate": self.args.near_duplicate, "own_title": self.args.own_title})
+        key = {"cache": "densities", "model": self.embedder.model_id, "corpus": self.corpus.digest, "cutoff": self.args.cutoff,
+               "k": k, "near_duplicate": self.args.near_duplicate, "own_title": self.args.own_title, "code": _SCORES_CODE}
+        memo = digest_obj(key)
         with _lock:
-            hit = _densities.get(key)
+            hit = _densities.get(memo)
         if hit is not None:
             return hit
-        path = Path(self.ctx.cache_dir) / "distance" / "densities" / f"{key[:24]}.npy"
-        if path.exists():
-            hit = np.load(path, allow_pickle=False)
-        if hit is None or hit.shape != (len(self._keep),):
+        path = entry_path(Path(self.ctx.cache_dir) / "distance" / "densities", key, "npy")
+        hit = read_entry(path, key, lambda b: _decode_density(b, len(self._keep)))
+        if hit is None:
             hit = corpus_densities(vectors, k, doc_titles=self._norm_titles if self.args.own_title else None,
                                    near_duplicate=self.args.near_duplicate)
             buf = io.BytesIO()
             np.save(buf, hit)
-            atomic_write_bytes(path, buf.getvalue())
+            write_entry(path, key, buf.getvalue())
         with _lock:
-            _densities[key] = hit
+            _densities[memo] = hit
         return hit
 
-    def score_ideas(self, ideas: Sequence[Idea]) -> dict[str, IdeaScore]:
+    def score_ideas(self, by_key: Mapping[str, Idea]) -> dict[str, IdeaScore]:
         started = time.perf_counter()
         a = self.args
+        keys, ideas = list(by_key), list(by_key.values())
         corpus_vecs = self._vectors()
         before = _encoded(self.embedder)
         idea_vecs = self.embedder.encode([i.text for i in ideas])
@@ -269,11 +320,11 @@ class DistanceJudge(ScoreJudge):
         for d in nb.drops:
             j = int(self._keep[d.doc])
             drops_by_idea.setdefault(d.idea, []).append(
-                {"judge": self.name, "idea_id": ideas[d.idea].idea_id, "doc_id": self._doc_ids[j], "title": self._titles[j],
+                {"judge": self.name, "doc_id": self._doc_ids[j], "title": self._titles[j],
                  "reason": d.reason, "cosine": round(d.cosine, 6) if d.cosine is not None else None}
             )  # fmt: skip
         out: dict[str, IdeaScore] = {}
-        for i, idea in enumerate(ideas):
+        for i, (key, idea) in enumerate(zip(keys, ideas)):
             row = [int(self._keep[j]) for j in nb.index[i] if j >= 0]
             cos = [round(float(c), 6) for c in nb.cosine[i] if np.isfinite(c)]
             drops = drops_by_idea.get(i, [])
@@ -282,23 +333,20 @@ class DistanceJudge(ScoreJudge):
                 "neighbours": digest_obj([[self._doc_ids[j], c] for j, c in zip(row, cos)]),
                 "leakage_drops": digest_obj([[d["doc_id"], d["reason"]] for d in drops]),
             }
+            if a.own_title:
+                parts["title"] = digest_obj(normalize_title(idea.title))
             s = float(scores[i])
-            out[idea.idea_id] = IdeaScore(
+            out[key] = IdeaScore(
                 score=s if np.isfinite(s) else None,
                 evidence_titles=tuple(self._titles[j] for j in row[: a.evidence_n]),
                 evidence_parts=parts,
             )
-            self._drops.extend(drops)
-        reasons: dict[str, int] = {}
-        for d in nb.drops:
-            reasons[d.reason] = reasons.get(d.reason, 0) + 1
+            self._drops_by_key[key] = drops
         self._facts = {
             "corpus_docs": len(self.corpus),
             "corpus_excluded_records": self.corpus.exclusions.height,
             "corpus_exclusions": self.corpus.exclusions.to_dicts(),
             "after_cutoff_dropped": int(self._after.sum()),
-            "leakage_drops_by_reason": dict(sorted(reasons.items())),
-            "leakage_drops": list(self._drops),
             "embedder_model_id": self.embedder.model_id,
             "texts_encoded": _encoded(self.embedder) - before,
             "ideas_without_neighbour": int(np.sum(~np.isfinite(scores))),
@@ -307,14 +355,39 @@ class DistanceJudge(ScoreJudge):
         return out
 
     def judge(self, pairs: Sequence[PairItem], points: Sequence[PointItem]) -> JudgeOutput:
-        self._drops = []
+        self._drops, self._drops_by_key, self._facts = [], {}, {}
         out = super().judge(pairs, points)
-        out.facts.update(self._facts)
+        # Drops were found per scored text; list them for every idea id holding that text.
+        seen: set[Idea] = set()
+        listed: set[tuple[str, str]] = set()
+        for idea in [i for p in pairs for i in p.ideas] + [pt.idea for pt in points]:
+            if idea in seen:
+                continue
+            seen.add(idea)
+            key = self.score_key(idea)
+            if (idea.idea_id, key) not in listed:
+                listed.add((idea.idea_id, key))
+                self._drops.extend({**d, "idea_id": idea.idea_id} for d in self._drops_by_key.get(key, ()))
+        reasons: dict[str, int] = {}
+        for d in self._drops:
+            reasons[d["reason"]] = reasons.get(d["reason"], 0) + 1
+        out.facts.update(self._facts, leakage_drops_by_reason=dict(sorted(reasons.items())), leakage_drops=list(self._drops))
         return out
 
     def leakage_table(self) -> pl.DataFrame:
         """Every neighbour the leakage filter dropped in the last `judge` call (one row per idea × document)."""
         return pl.DataFrame(self._drops, schema=DROP_SCHEMA)
+
+
+# The density function's own source is part of what a stored density means.
+_SCORES_CODE = digest_bytes(Path(_scores.__file__).read_bytes())[:16]
+
+
+def _decode_density(payload: bytes, n: int) -> np.ndarray:
+    arr = np.load(io.BytesIO(payload), allow_pickle=False)
+    if arr.shape != (n,) or arr.dtype != np.float64:
+        raise ValueError(f"densities of shape {arr.shape} and dtype {arr.dtype}, expected ({n},) float64")
+    return arr
 
 
 def _encoded(embedder: Any) -> int:
@@ -338,19 +411,19 @@ def _build(ctx: JudgeContext, backend: str, model: type[DistanceArgs], args: dic
     return DistanceJudge(ctx, backend, cfg, embedder)
 
 
-@JUDGES.register("distance-yin")
+@JUDGES.register("distance-yin", args=DistanceArgs)
 def distance_yin(ctx: JudgeContext, **args: Any) -> Judge:
     """Yin: 1 − the largest cosine between the idea and an admissible prior-work document."""
     return _build(ctx, "distance-yin", DistanceArgs, args)
 
 
-@JUDGES.register("distance-knn")
+@JUDGES.register("distance-knn", args=KnnArgs)
 def distance_knn(ctx: JudgeContext, **args: Any) -> Judge:
     """kNN density: mean cosine distance to the k nearest admissible prior-work documents."""
     return _build(ctx, "distance-knn", KnnArgs, args)
 
 
-@JUDGES.register("distance-rnd")
+@JUDGES.register("distance-rnd", args=RndArgs)
 def distance_rnd(ctx: JudgeContext, **args: Any) -> Judge:
     """Relative neighbour density: the idea's kNN density ranked among its neighbours' densities."""
     return _build(ctx, "distance-rnd", RndArgs, args)

@@ -1,0 +1,108 @@
+"""One lock per stage across processes: the CLI, the Prefect flows and `dvc repro` all take it.
+
+DVC's own lock covers only `dvc repro`; two CLI runs (or a flow and a CLI run) of the same stage would
+otherwise compute, and pay for, the same calls twice. The lock is an `flock` on
+`<store root>/locks/<stage>.lock`, so it is released by the kernel when its holder dies (no stale
+locks after a kill -9). The holder writes who it is into the file; a waiter that gives up names it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+import orjson
+
+from ..errors import StageLockedError
+
+__all__ = ["stage_lock", "lock_timeout", "DEFAULT_LOCK_TIMEOUT_S", "LOCK_TIMEOUT_ENV"]
+
+DEFAULT_LOCK_TIMEOUT_S = 300.0
+LOCK_TIMEOUT_ENV = "NOVELTY_AUDIT_LOCK_TIMEOUT"
+"""Seconds a run waits for another run of the same stage (0: fail at once). Changes when, never what, is computed."""
+
+
+def lock_timeout() -> float:
+    """The wait for a busy stage: `NOVELTY_AUDIT_LOCK_TIMEOUT` seconds (read at call time), else the default."""
+    raw = os.environ.get(LOCK_TIMEOUT_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_LOCK_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"{LOCK_TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
+    return max(0.0, value)
+
+
+_HELD = threading.local()
+"""Locks this thread holds (resolved paths): `pipeline.run_stage` holds the lock around a stage's publishing and
+`execute_stage` takes it again inside, so the lock is re-entrant within one thread."""
+
+
+def _holder(path: Path) -> str:
+    try:
+        info = orjson.loads(path.read_bytes() or b"{}")
+    except (OSError, orjson.JSONDecodeError):
+        return "an unknown process"
+    if not isinstance(info, dict) or not info:
+        return "an unknown process"
+    return f"pid {info.get('pid')} on {info.get('host')} since {info.get('since')} ({info.get('command')})"
+
+
+@contextmanager
+def stage_lock(store_root: str | Path, stage: str, *, timeout: float | None = None) -> Iterator[Path]:
+    """Hold the lock of `stage` in the store at `store_root`; wait up to `timeout` seconds for another holder.
+
+    Raises StageLockedError (exit 2) naming the holder (pid, host, start, command) when the wait runs out.
+    """
+    path = Path(store_root) / "locks" / f"{stage}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = str(path.resolve())
+    held: set[str] = _HELD.__dict__.setdefault("paths", set())
+    if key in held:
+        yield path
+        return
+    wait = lock_timeout() if timeout is None else max(0.0, timeout)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + wait
+        delay = 0.05
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StageLockedError(
+                        f"stage {stage} is being run by {_holder(path)}; waited {wait:g} s for its lock {path}",
+                        hint=f"wait for that run to finish, or set {LOCK_TIMEOUT_ENV} (seconds) to wait longer",
+                    ) from None
+                time.sleep(min(delay, max(0.0, deadline - time.monotonic())) or 0.01)
+                delay = min(delay * 2, 1.0)
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join(sys.argv)[:300],
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, orjson.dumps(info), 0)
+        held.add(key)
+        try:
+            yield path
+        finally:
+            held.discard(key)
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -1,0 +1,110 @@
+"""A flow run and DVC never drift apart: after any `evaluate` run `dvc status` is clean and `dvc repro` runs
+nothing, the flow writes reports/audit.* exactly as the report stage under dvc does, and the runs ledger holds
+one record per distinct run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import orjson
+import pytest
+import yaml
+
+from novelty_audit.artifacts import Store
+
+pytestmark = pytest.mark.slow
+
+AUDIT = ("reports/audit.md", "reports/audit.json")
+
+
+def sh(*cmd: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run a command in `cwd` with DVC analytics off; never raises on a non-zero exit."""
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, timeout=1800, check=False)
+
+
+def ok(*cmd: str, cwd: Path) -> str:
+    res = sh(*cmd, cwd=cwd)
+    assert res.returncode == 0, f"{' '.join(cmd)} exited {res.returncode}:\n{res.stdout}\n{res.stderr}"
+    return res.stdout
+
+
+def assert_dvc_in_step(project: Path) -> None:
+    """`dvc status` reports nothing, and `dvc repro` runs no stage."""
+    status = ok("dvc", "status", "--json", cwd=project)
+    assert orjson.loads(status or "{}") == {}, status
+    repro = ok("dvc", "repro", cwd=project)
+    assert "Running stage" not in repro, repro
+
+
+def audit_bytes(project: Path) -> dict[str, bytes]:
+    return {rel: (project / rel).read_bytes() for rel in AUDIT}
+
+
+def test_flow_runs_keep_dvc_lock_the_audit_and_the_ledger_in_step_with_dvc_repro(prefect_api, light_project):
+    from flows.evaluate import evaluate
+
+    project = light_project
+    ok("git", "init", "-q", cwd=project)
+    ok("dvc", "init", "-q", cwd=project)
+    ok("dvc", "repro", cwd=project)
+    by_dvc = audit_bytes(project)
+    ledger = Store(project / ".novelty-audit")
+    (first,) = ledger.runs()
+
+    # 1. A flow run on the up-to-date project: every stage reused, nothing for DVC to redo.
+    summary = evaluate(project_dir=str(project))
+    assert {s.action for s in summary.stages} == {"reused"}
+    assert audit_bytes(project) == by_dvc
+    assert_dvc_in_step(project)
+    (again,) = ledger.runs()  # the same run, seen twice: not a second record
+    assert again.run_id == first.run_id and len(again.seen) == 2
+
+    # 2. A flow run that computes: a report param changes, only the report stage reruns. The flow records the
+    #    stages in dvc.lock, so dvc has nothing to do either.
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    raw["report"]["nearest_pairs"] = raw["report"]["nearest_pairs"] + 1
+    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    summary = evaluate(project_dir=str(project))
+    assert [s.stage for s in summary.stages if s.action == "computed"] == ["report"]
+    assert_dvc_in_step(project)
+    runs = ledger.runs()
+    assert [r.run_id for r in runs][0] == first.run_id and len(runs) == 2
+    by_flow = audit_bytes(project)
+    audit = orjson.loads(by_flow["reports/audit.json"])
+    assert (audit["from"], audit["to"]) == (first.run_id, "current")
+
+    # 3. The report stage run again by dvc writes the same audit, and records no new run.
+    ok("dvc", "repro", "--force", "--single-item", "report", cwd=project)
+    assert audit_bytes(project) == by_flow
+    assert [r.run_id for r in ledger.runs()] == [r.run_id for r in runs]
+    assert_dvc_in_step(project)
+
+
+def test_a_flow_run_on_a_fresh_dvc_project_leaves_dvc_nothing_to_do(prefect_api, light_project):
+    from flows.evaluate import evaluate
+
+    project = light_project
+    ok("git", "init", "-q", cwd=project)
+    ok("dvc", "init", "-q", cwd=project)
+    summary = evaluate(project_dir=str(project))
+    assert summary.totals()["failed"] == 0 and summary.totals()["computed"] == len(summary.stages)
+    assert_dvc_in_step(project)
+    assert len(Store(project / ".novelty-audit").runs()) == 1
+
+
+def test_without_dvc_the_flow_says_it_left_dvc_lock_alone(prefect_api, project_copy, caplog):
+    import logging
+
+    from flows.evaluate import evaluate
+
+    flow_log = logging.getLogger("prefect.flow_runs")  # Prefect's run loggers do not propagate to root
+    flow_log.addHandler(caplog.handler)
+    try:
+        evaluate(project_dir=str(project_copy), stages=["pin"])
+    finally:
+        flow_log.removeHandler(caplog.handler)
+    assert "dvc.lock not updated" in caplog.text and "not a DVC repository" in caplog.text
+    assert not (project_copy / "dvc.lock").exists()

@@ -1,0 +1,290 @@
+"""The call cache: a damaged entry is never used, the endpoint is part of the key, a call in flight is
+claimed by one process at a time, and temp files of killed writers are cleaned at the next start."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import orjson
+import pytest
+from judge_items import make_pairs
+from mock_llm import MockLLM
+
+from novelty_audit.artifacts import temp_prefix
+from novelty_audit.judges import CallCache, call_key, endpoint_id, verify_caches
+
+KEY = "sk-test-SECRET123"
+
+
+@pytest.fixture(autouse=True)
+def fake_key(monkeypatch):
+    monkeypatch.setenv("MOCK_API_KEY", KEY)
+
+
+def api(build, base_url: str, **kw):
+    args = {"model": "mock", "base_url": base_url, "api_key_env": "MOCK_API_KEY", "backoff_s": 0.001, "max_retries": 1, "votes": 1}
+    args.update(kw)
+    return build("openai", tasks=("pairwise",), **args)
+
+
+def entries(store: Path) -> list[Path]:
+    return sorted(p for p in (store / "cache" / "calls").glob("??/*.json"))
+
+
+def key_of(**over) -> str:
+    base = dict(backend="openai", model="m", endpoint=None, sampling={"temperature": 1.0}, prompt_bytes=b"prompt", vote_index=0)
+    base.update(over)
+    return call_key(**base)
+
+
+# -- integrity -----------------------------------------------------------------------------------------
+
+
+def test_an_edited_stored_choice_is_discarded_with_a_warning_and_the_call_asked_again(build, mock_llm, tmp_path, caplog):
+    pairs = make_pairs(2)
+    first = api(build, mock_llm.base_url).judge(pairs, []).pairwise
+    asked = mock_llm.count
+    assert asked == 2 * 2  # 2 pairs × 2 orders × 1 vote
+    victim = entries(tmp_path / "store")[0]
+    entry = orjson.loads(victim.read_bytes())
+    value = entry["value"]
+    value["choice"] = 1 - value["choice"] if isinstance(value["choice"], int) else "B"
+    victim.write_bytes(orjson.dumps(entry, option=orjson.OPT_SORT_KEYS))  # still valid JSON, same key
+
+    with caplog.at_level(logging.WARNING, logger="novelty_audit.judges._cache"):
+        again = api(build, mock_llm.base_url).judge(pairs, []).pairwise
+    assert mock_llm.count == asked + 1, "exactly the tampered call is asked again"
+    assert again == first, "the tampered vote was not used"
+    assert any(str(victim) in r.getMessage() and "checksum" in r.getMessage() for r in caplog.records)
+    quarantined = list((tmp_path / "store" / "cache" / "calls" / "corrupt").iterdir())
+    assert len(quarantined) == 1 and quarantined[0].name.startswith(victim.stem)
+    assert verify_caches(tmp_path / "store" / "cache") == []  # the re-asked answer replaced it, soundly
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda b: b[:-9], id="truncated"),
+        pytest.param(lambda b: os.urandom(64), id="random-bytes"),
+        pytest.param(lambda b: b.replace(b'"choice":0', b'"choice":1', 1), id="stored-choice-changed"),
+        pytest.param(lambda b: orjson.dumps({"outcome": "valid", "choice": 0}), id="bare-value-without-checksum"),
+    ],
+)
+def test_a_damaged_entry_is_never_returned(tmp_path, damage, caplog):
+    cache = CallCache(tmp_path / "calls")
+    key = key_of()
+    cache.put(key, {"outcome": "valid", "choice": 0, "response": '{"answer": "A"}', "cost_usd": 0.0001})
+    assert cache.get(key)["choice"] == 0
+    path = cache.path(key)
+    path.write_bytes(damage(path.read_bytes()))
+    with caplog.at_level(logging.WARNING, logger="novelty_audit.judges._cache"):
+        assert cache.get(key) is None
+    assert not path.exists() and len(list((tmp_path / "calls" / "corrupt").iterdir())) == 1
+    assert str(path) in caplog.text
+    assert cache.get(key) is None  # nothing left to use; the caller asks again
+
+
+def test_an_entry_copied_under_another_keys_name_is_rejected(tmp_path):
+    cache = CallCache(tmp_path / "calls")
+    a, b = key_of(vote_index=0), key_of(vote_index=1)
+    cache.put(a, {"outcome": "valid", "choice": 0})
+    cache.path(b).parent.mkdir(parents=True, exist_ok=True)
+    cache.path(b).write_bytes(cache.path(a).read_bytes())
+    assert cache.get(b) is None
+    assert cache.get(a) == {"outcome": "valid", "choice": 0}
+
+
+def test_verify_names_every_damaged_entry_and_changes_nothing(tmp_path):
+    cache = CallCache(tmp_path / "cache" / "calls")
+    keys = [key_of(vote_index=i) for i in range(3)]
+    for i, k in enumerate(keys):
+        cache.put(k, {"outcome": "valid", "choice": i % 2})
+    cache.put(keys[0], {"outcome": "valid", "choice": 1})  # the replaced answer goes to history/
+    assert verify_caches(tmp_path / "cache") == []
+
+    flipped = cache.path(keys[1])
+    data = bytearray(flipped.read_bytes())
+    data[data.index(b'"choice":') + 9] ^= 0x01  # one flipped bit in the stored choice
+    flipped.write_bytes(bytes(data))
+    history = next((tmp_path / "cache" / "calls" / "history").iterdir())
+    history.write_bytes(history.read_bytes().replace(b'"choice":0', b'"choice":1'))
+
+    bad = dict(verify_caches(tmp_path / "cache"))
+    assert set(bad) == {str(flipped), str(history)}
+    assert flipped.exists() and history.exists(), "verify only reports"
+
+
+# -- the endpoint is part of the key --------------------------------------------------------------------
+
+
+def test_the_same_model_on_two_servers_is_asked_on_each(build, mock_llm):
+    pairs = make_pairs(2)
+    with MockLLM() as other:
+        api(build, mock_llm.base_url).judge(pairs, [])
+        api(build, other.base_url).judge(pairs, [])
+        assert mock_llm.count == 4 and other.count == 4, "the second server was asked, not replayed"
+        api(build, other.base_url + "/").judge(pairs, [])  # the same endpoint spelled differently
+        assert other.count == 4
+
+
+def test_endpoint_identity_is_normalized_and_never_holds_credentials():
+    assert endpoint_id("openai", None) == "openai:default"
+    assert endpoint_id("openai", "HTTP://LocalHost:80/v1//") == "http://localhost/v1"
+    assert endpoint_id("openai", "https://api.example.com:443/v1") == "https://api.example.com/v1"
+    assert endpoint_id("openai", "http://127.0.0.1:8000/v1") != endpoint_id("openai", "http://127.0.0.1:8001/v1")
+    secret = endpoint_id("openai", "https://user:sk-SECRET@api.example.com/v1?api_key=sk-SECRET#x")
+    assert secret == "https://api.example.com/v1" and "SECRET" not in secret
+    assert key_of(endpoint=None) != key_of(endpoint="http://127.0.0.1:8000/v1")
+    assert key_of(endpoint="http://127.0.0.1:8000/v1/") == key_of(endpoint="http://127.0.0.1:8000/v1")
+
+
+# -- claims ---------------------------------------------------------------------------------------------
+
+HOLD = textwrap.dedent(
+    """
+    import sys
+    from novelty_audit.judges import CallCache
+    claim = CallCache(sys.argv[1]).try_claim(sys.argv[2])
+    print("claimed" if claim else "busy", flush=True)
+    sys.stdin.readline()  # hold until told to go
+    if claim:
+        claim.release()
+    print("released", flush=True)
+    """
+)
+
+
+def test_a_call_claimed_by_another_process_cannot_be_claimed_until_released(tmp_path):
+    root, key = tmp_path / "calls", key_of()
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(root), key], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "claimed"
+        cache = CallCache(root)
+        assert cache.try_claim(key) is None
+        other = cache.try_claim(key_of(vote_index=7))
+        assert other is not None, "claims are per key"
+        other.release()
+        holder.stdin.write("go\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "released"
+        with cache.try_claim(key) as mine:
+            assert mine is not None and mine.held
+        assert not mine.held
+    finally:
+        holder.kill()
+        holder.wait(timeout=60)
+    assert list((root / "claims").iterdir()) == [], "released claims leave no lock files behind"
+
+
+def test_a_killed_holder_does_not_block_the_call(tmp_path):
+    root, key = tmp_path / "calls", key_of()
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(root), key], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "claimed"
+    holder.kill()
+    holder.wait(timeout=60)
+    assert [p.stem for p in (root / "claims").iterdir()] == [key], "the killed holder left its lock file"
+    cache = CallCache(root)  # the next start
+    assert list((root / "claims").iterdir()) == [], "an unheld leftover claim is removed at the next start"
+    claim = cache.try_claim(key)
+    assert claim is not None
+    claim.release()
+
+
+def test_a_claim_is_exclusive_between_threads_of_one_process_too(tmp_path):
+    cache = CallCache(tmp_path / "calls")
+    first = cache.try_claim(key_of())
+    assert first is not None and cache.try_claim(key_of()) is None
+    first.release()
+    first.release()  # idempotent
+    assert cache.try_claim(key_of()) is not None
+
+
+# -- leftovers of killed writers --------------------------------------------------------------------------
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait(timeout=60)
+    return p.pid
+
+
+def test_temps_of_a_killed_writer_are_removed_at_the_next_start_and_live_ones_kept(tmp_path):
+    root = tmp_path / "calls"
+    key = key_of()
+    shard = root / key[:2]
+    shard.mkdir(parents=True)
+    dead = shard / f".{key}.json.{_dead_pid()}.abc123.tmp"
+    dead.write_bytes(b'{"half": ')
+    mine = shard / f"{temp_prefix(key + '.json')}def456.tmp"  # this process: still writing
+    mine.write_bytes(b"{")
+    writer = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        theirs = root / "history" / f".{key}.x.json.{writer.pid}.ghi789.tmp"  # another live process
+        theirs.parent.mkdir()
+        theirs.write_bytes(b"{")
+        cache = CallCache(root)
+        assert not dead.exists() and mine.exists() and theirs.exists()
+    finally:
+        writer.kill()
+        writer.wait(timeout=60)
+    assert cache.get(key) is None and verify_caches(tmp_path) == []
+
+
+# -- two processes sharing a store ------------------------------------------------------------------------
+
+RACER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    import orjson
+    sys.path.insert(0, sys.argv[3])
+    from judge_items import make_pairs
+    from novelty_audit.judges import JudgeParams, build_judges
+
+    args = {"model": "mock", "base_url": sys.argv[2], "api_key_env": "MOCK_API_KEY", "votes": 2, "concurrency": 4}
+    jp = JudgeParams.model_validate({"tasks": ["pairwise"], "progress": False,
+                                     "judges": {"j": {"backend": "openai", "args": args}}})
+    judge = build_judges(jp, store_root=sys.argv[1]).judges[0]
+    print("ready", flush=True)
+    go = Path(sys.argv[1]) / "go"
+    while not go.exists():
+        time.sleep(0.01)
+    rows = judge.judge(make_pairs(6), []).pairwise
+    print(orjson.dumps({"verdicts": [r["verdict"] for r in rows], "facts": judge.facts()}).decode(), flush=True)
+    """
+)
+
+
+def test_two_processes_sharing_a_store_send_each_call_once(tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    tests_dir = str(Path(__file__).parent)
+    env = {**os.environ, "MOCK_API_KEY": KEY}
+    with MockLLM(latency=0.3) as mock:
+        procs = [
+            subprocess.Popen([sys.executable, "-c", RACER, str(store), mock.base_url, tests_dir], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            for _ in range(2)
+        ]
+        try:
+            for p in procs:
+                line = p.stdout.readline().strip()
+                assert line == "ready", p.stderr.read()
+            (store / "go").touch()  # both start asking at once
+            outs = []
+            for p in procs:
+                out, err = p.communicate(timeout=300)
+                assert p.returncode == 0, err
+                outs.append(orjson.loads(out.strip().splitlines()[-1]))
+        finally:
+            for p in procs:
+                p.kill()
+        distinct = 6 * 2 * 2  # pairs × orders × votes
+        assert mock.count == distinct, "no call was sent by both processes"
+    assert outs[0]["verdicts"] == outs[1]["verdicts"]
+    assert sum(o["facts"]["calls"] for o in outs) == distinct
+    assert sum(o["facts"]["claim_waits"] for o in outs) > 0, "the two runs overlapped (else this test proves nothing)"
