@@ -5,10 +5,7 @@ dvc.yaml: `judge`; params.yaml: `judge:`; outputs: artifacts/judge/{verdicts,poi
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
-
-import polars as pl
 
 from novelty_audit.artifacts import (
     StageInput,
@@ -18,7 +15,7 @@ from novelty_audit.artifacts import (
     execute_stage,
 )
 from novelty_audit.errors import IncompleteStageError
-from novelty_audit.judges import JudgeMap, build_judges, judge_stage_inputs, run_judges
+from novelty_audit.judges import JudgeMap, build_judges, failed_calls, failure_line, judge_stage_inputs, run_judges
 from novelty_audit.params import Params, section_payload
 
 UPSTREAM: tuple[str, ...] = ("pin",)
@@ -67,39 +64,3 @@ def run(
             hint="run the stage again to ask only the failed calls (judge.on_error: record exits 0 instead)",
         )
     return manifest
-
-
-def failed_calls(out_dir: Path) -> Counter[str]:
-    """Failed calls by reason over the verdict rows in `out_dir`, judges whose errors a rerun can fix only.
-
-    An `import` judge's errors are votes recorded in its file, not calls: asking again cannot change them.
-    """
-    imported = set()
-    judges = Path(out_dir) / "judges.parquet"
-    if judges.exists():
-        jt = pl.read_parquet(judges)
-        if "backend" in jt.columns:
-            imported = set(jt.filter(pl.col("backend") == "import")["judge"].to_list())
-    failed: Counter[str] = Counter()
-    for name in ("verdicts.parquet", "pointwise.parquet"):
-        path = Path(out_dir) / name
-        if not path.exists():
-            continue
-        rows = pl.read_parquet(path).filter(~pl.col("judge").is_in(sorted(imported)) & (pl.col("n_error") > 0))
-        for r in rows.iter_rows(named=True):
-            reasons = r.get("error_reasons") or []
-            failed.update(reasons)
-            if len(reasons) < r["n_error"]:
-                failed["unknown reason"] += r["n_error"] - len(reasons)
-    return failed
-
-
-def failure_line(failed: Counter[str]) -> str | None:
-    """"296 calls failed: connection refused" / "30 calls failed: 20 HTTP 500, 10 timeout"; None when none failed."""
-    total = sum(failed.values())
-    if not total:
-        return None
-    if len(failed) == 1:
-        return f"{total} call{'s' if total != 1 else ''} failed: {next(iter(failed))}"
-    parts = ", ".join(f"{n} {reason}" for reason, n in sorted(failed.items(), key=lambda kv: (-kv[1], kv[0])))
-    return f"{total} calls failed: {parts}"

@@ -13,7 +13,7 @@ from ._digest import (
     short_id,
 )
 from ._dvc import DeclaredStage, declared_stages, uncovered_inputs
-from ._io import atomic_write_bytes, read_json, read_table, temp_prefix, write_json, write_table
+from ._io import atomic_write_bytes, csv_records, read_json, read_table, temp_prefix, write_json, write_table
 from ._lock import stage_lock
 from ._manifest import MANIFEST_NAME, FileRecord, StageManifest, file_record, load_manifest, tool_versions, write_manifest
 from ._stage import StageInput, StageResult, execute_stage, stage_identity
@@ -44,6 +44,7 @@ __all__ = [
     "published_records",
     "record_published",
     "atomic_write_bytes",
+    "csv_records",
     "read_json",
     "read_table",
     "write_json",

@@ -5,8 +5,11 @@ A crash at any point leaves either the old file or the new one, never half of on
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,7 @@ import polars as pl
 
 from ._digest import canonical
 
-__all__ = ["temp_prefix", "atomic_write_bytes", "write_json", "read_json", "write_table", "read_table"]
+__all__ = ["temp_prefix", "atomic_write_bytes", "write_json", "read_json", "write_table", "read_table", "csv_records"]
 
 
 def _umask() -> int:
@@ -82,3 +85,27 @@ def write_table(path: str | Path, df: pl.DataFrame) -> Path:
 
 def read_table(path: str | Path) -> pl.DataFrame:
     return pl.read_parquet(path)
+
+
+def csv_records(text: str, label: str, *, delimiter: str = ",", hint: str | None = None) -> Iterator[tuple[int, int, list[str]]]:
+    """(first line, last line, fields) of every non-blank record of a CSV/TSV text, in file order.
+
+    strict: an unterminated quote is an error naming the line where its record starts, instead of a value
+    that silently runs on and swallows the rows after it. Errors are BadInputError naming `label`.
+    """
+    from ..errors import BadInputError
+
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    end = 0  # last physical line consumed; a record starts on the line after it
+    while True:
+        start = end + 1
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            what = "a quoted value is never closed (unbalanced quote)" if "end of data" in str(exc) else str(exc)
+            raise BadInputError(f"{label}: line {start}: {what}", hint=hint) from None
+        end = reader.line_num
+        if record and any(v.strip() for v in record):
+            yield start, end, record

@@ -37,7 +37,7 @@ from ._llm import LLMArgs, LLMJudge, Sampling
 from ._prompts import load_prompt, parse_verdict, prompt_names
 from ._protocol import ORDERS, Call, CallResult, VoteJudge
 from ._registry import Registry
-from ._run import JudgeMap, JudgeRun, judge_stage_inputs, load_items, run_judges
+from ._run import JudgeMap, JudgeRun, failed_calls, failure_line, judge_stage_inputs, load_items, run_judges
 
 # Backend modules: imported for their registrations (heavy imports stay inside their factories).
 from . import _controls, _openai, _anthropic  # noqa: F401  isort: skip
@@ -83,6 +83,8 @@ __all__ = [
     "call_key",
     "endpoint_id",
     "evidence_digest",
+    "failed_calls",
+    "failure_line",
     "judge_catalog",
     "judge_stage_inputs",
     "judges_row",

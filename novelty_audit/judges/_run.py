@@ -31,7 +31,7 @@ from ._base import (
 from ._build import Built
 from ._prompts import JUDGE_TEMPLATE_PREFIXES
 
-__all__ = ["JudgeMap", "JudgeRun", "judge_stage_inputs", "load_items", "prompts_dir", "run_judges"]
+__all__ = ["JudgeMap", "JudgeRun", "failed_calls", "failure_line", "judge_stage_inputs", "load_items", "prompts_dir", "run_judges"]
 
 JudgeMap = Callable[[Sequence[Judge], list[PairItem], list[PointItem]], list[JudgeOutput]]
 """Hook for orchestrators (flows/): run each judge over the items, one JudgeOutput per judge in order,
@@ -166,3 +166,39 @@ def run_judges(jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, m
     write_table(Path(out_dir) / "pointwise.parquet", pointwise.sort(["dataset", "judge", "idea_id"]))
     write_table(Path(out_dir) / "judges.parquet", judges.sort("judge"))
     return result
+
+
+def failed_calls(out_dir: Path) -> Counter[str]:
+    """Failed calls by reason over the verdict rows in `out_dir`, judges whose errors a rerun can fix only.
+
+    An `import` judge's errors are votes recorded in its file, not calls: asking again cannot change them.
+    """
+    imported = set()
+    judges = Path(out_dir) / "judges.parquet"
+    if judges.exists():
+        jt = pl.read_parquet(judges)
+        if "backend" in jt.columns:
+            imported = set(jt.filter(pl.col("backend") == "import")["judge"].to_list())
+    failed: Counter[str] = Counter()
+    for name in ("verdicts.parquet", "pointwise.parquet"):
+        path = Path(out_dir) / name
+        if not path.exists():
+            continue
+        rows = pl.read_parquet(path).filter(~pl.col("judge").is_in(sorted(imported)) & (pl.col("n_error") > 0))
+        for r in rows.iter_rows(named=True):
+            reasons = r.get("error_reasons") or []
+            failed.update(reasons)
+            if len(reasons) < r["n_error"]:
+                failed["unknown reason"] += r["n_error"] - len(reasons)
+    return failed
+
+
+def failure_line(failed: Counter[str]) -> str | None:
+    """"296 calls failed: connection refused" / "30 calls failed: 20 HTTP 500, 10 timeout"; None when none failed."""
+    total = sum(failed.values())
+    if not total:
+        return None
+    if len(failed) == 1:
+        return f"{total} call{'s' if total != 1 else ''} failed: {next(iter(failed))}"
+    parts = ", ".join(f"{n} {reason}" for reason, n in sorted(failed.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{total} calls failed: {parts}"

@@ -8,8 +8,6 @@ Mismatched ids are reported instead when the caller asks for it (`report_mismatc
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from ..artifacts import csv_records
 from ..errors import BadInputError
 from ._compare import NONE, TIE, compare_verdicts
 
@@ -61,23 +60,9 @@ def _read_text(path: Path) -> str:
 
 
 def _csv_rows(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
-    # strict: an unterminated quote is an error instead of a value that runs to the end of the file.
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows: list[tuple[int, dict[str, Any]]] = []
     header: list[str] | None = None
-    end = 0  # last physical line consumed; a record starts on the line after it
-    while True:
-        start = end + 1
-        try:
-            record = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            what = "a quoted value is never closed (unbalanced quote)" if "end of data" in str(exc) else str(exc)
-            raise BadInputError(f"{path}: line {start}: {what}", hint="quote whole values: \"like this\"") from None
-        end = reader.line_num
-        if not record or all(not v.strip() for v in record):
-            continue
+    for start, end, record in csv_records(text, str(path), hint="quote whole values: \"like this\""):
         if header is None:
             header = [h.strip() for h in record]
             dup = sorted({h for h in header if header.count(h) > 1})

@@ -9,8 +9,6 @@ keeping its comments (as `novelty-audit pin --accept` does for the benchmark).
 
 from __future__ import annotations
 
-import csv
-import io
 from importlib import resources
 import posixpath
 from bisect import bisect_left
@@ -19,7 +17,7 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import atomic_write_bytes, digest_file
+from ..artifacts import atomic_write_bytes, csv_records, digest_file
 from ..config import PinnedFile, SignalsParams
 from ..errors import BadInputError, ConfigError, PinMismatchError
 from ._llm import PROMPT_NAME
@@ -91,21 +89,9 @@ def _read_index(index: Path, label: str) -> list[tuple[int, dict[str, str]]]:
         text = index.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise BadInputError(f"{label}: not UTF-8 text (byte {exc.start})") from None
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", strict=True)
     header: list[str] | None = None
     rows: list[tuple[int, dict[str, str]]] = []
-    end = 0
-    while True:
-        start = end + 1
-        try:
-            record = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            raise BadInputError(f"{label}: line {start}: {exc}") from None
-        end = reader.line_num
-        if not any(v.strip() for v in record):
-            continue
+    for start, _end, record in csv_records(text, label, delimiter="\t"):
         if header is None:
             header = [h.strip() for h in record]
             if "file" not in header:

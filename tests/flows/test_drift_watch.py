@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from mock_llm import MockLLM
+from prefect_artifacts import latest_artifact
 
 from novelty_audit.artifacts import Store, load_manifest
 from novelty_audit.pipeline import run_stage
@@ -52,16 +53,6 @@ def drift_project(project_copy: Path, scripted: MockLLM) -> Path:
     return project_copy
 
 
-def _artifact(key: str):
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-
-    with get_client(sync_client=True) as client:
-        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])), limit=1, sort="CREATED_DESC")
-    assert found, f"no artifact {key}"
-    return found[0]
-
-
 @pytest.mark.slow
 def test_drift_watch_reports_spurious_provider_and_config_changes(prefect_api, drift_project, scripted):
     from flows.drift import drift_watch
@@ -94,8 +85,8 @@ def test_drift_watch_reports_spurious_provider_and_config_changes(prefect_api, d
     assert moved == {("mock-gpt-x", "gpt-x-2026-11-01")}
 
     # Published: a summary and a table of the changes of the latest check.
-    assert "provider | 8" in _artifact("drift-summary").data
-    table = _artifact("drift-changes").data
+    assert "provider | 8" in latest_artifact("drift-summary").data
+    table = latest_artifact("drift-changes").data
     assert table.count('"provider"') == n
 
     # The user edits how the judge is asked: a config change, naming the knob.
@@ -123,7 +114,7 @@ def test_the_drift_watch_without_an_api_judge_is_a_no_op_that_says_so(prefect_ap
     result = state.result()
     assert result["run_id"] is None and result["changes"] == []
     assert "no enabled API judge" in result["skipped"]
-    assert "no enabled API judge" in _artifact("drift-summary").data
+    assert "no enabled API judge" in latest_artifact("drift-summary").data
     assert not (project_copy / ".novelty-audit" / "drift").exists()  # no canary, no calls, no ledger
 
 

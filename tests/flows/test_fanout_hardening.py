@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from mock_llm import MockLLM
+from prefect_artifacts import latest_artifact
 
 import novelty_audit
 from novelty_audit.artifacts import Store, code_digest
@@ -103,16 +104,6 @@ def _configure(project: Path, mock: MockLLM, chunk_size: int = 40) -> None:
     (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
 
 
-def _artifact(key: str):
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
-
-    with get_client(sync_client=True) as client:
-        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])), limit=1, sort="CREATED_DESC")
-    assert found, f"no artifact {key}"
-    return found[0]
-
-
 @pytest.mark.slow
 def test_code_digests_are_computed_before_any_chunk_runs(prefect_api, project_copy, monkeypatch):
     import flows._fanout as fanout
@@ -122,10 +113,10 @@ def test_code_digests_are_computed_before_any_chunk_runs(prefect_api, project_co
     real = fanout.run_chunk
     at_start: list[bool] = []
 
-    def spy(jp, store_root, chunk):
+    def spy(*args, **kwargs):
         # Which judges' digests were already in the process cache when this chunk started.
         at_start.append(any(mods[0] == "novelty_audit.judges._openai" for mods in list(_base._CODE_DIGESTS)))
-        return real(jp, store_root, chunk)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(fanout, "run_chunk", spy)
     monkeypatch.setattr(_base, "_CODE_DIGESTS", {})  # as in a fresh process
@@ -172,7 +163,7 @@ def test_a_failed_fanout_keeps_the_calls_and_cost_of_its_chunks(prefect_api, pro
     assert failed[-1]["mock-gpt"]["failed_chunks"] == 1 and failed[-1]["mock-gpt"]["chunks"] > 1
     outcome = StageOutcome.from_facts("judge", facts, 0.0)
     assert outcome.calls == calls and outcome.cost_usd > 0
-    summary = _artifact("evaluate-summary").data
+    summary = latest_artifact("evaluate-summary").data
     assert f"API calls {calls}," in summary and "**judge failed**" in summary, summary
 
 
