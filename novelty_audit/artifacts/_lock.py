@@ -9,6 +9,7 @@ locks after a kill -9). The holder writes who it is into the file; a waiter that
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import socket
 import sys
@@ -24,6 +25,8 @@ import orjson
 from ..errors import StageLockedError
 
 __all__ = ["stage_lock", "lock_timeout", "DEFAULT_LOCK_TIMEOUT_S", "LOCK_TIMEOUT_ENV"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_LOCK_TIMEOUT_S = 300.0
 LOCK_TIMEOUT_ENV = "NOVELTY_AUDIT_LOCK_TIMEOUT"
@@ -82,10 +85,12 @@ def stage_lock(store_root: str | Path, stage: str, *, timeout: float | None = No
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if delay == 0.05 and wait > 0:  # say once why nothing seems to happen
+                    log.warning("stage %s is being run by %s; waiting up to %g s for it to finish", stage, _holder(path), wait)
                 if time.monotonic() >= deadline:
                     raise StageLockedError(
                         f"stage {stage} is being run by {_holder(path)}; waited {wait:g} s for its lock {path}",
-                        hint=f"wait for that run to finish, or set {LOCK_TIMEOUT_ENV} (seconds) to wait longer",
+                        hint=f"wait for that run to finish, or wait longer: `novelty-audit stage {stage} --wait SECONDS` or {LOCK_TIMEOUT_ENV}",
                     ) from None
                 time.sleep(min(delay, max(0.0, deadline - time.monotonic())) or 0.01)
                 delay = min(delay * 2, 1.0)

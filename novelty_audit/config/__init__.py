@@ -6,7 +6,7 @@ every subsystem whose settings happen to live in params.yaml.
 """
 
 from ._audit import AuditParams
-from ._base import DATASET_NAMES, Frozen
+from ._base import DATASET_NAMES, Frozen, round_trip_yaml
 from ._flows import BackendLimit, CanaryParams, FlowsParams, SchedulesParams
 from ._judge import JudgeParams, JudgeSpec, Price
 from ._metrics import MetricsParams
@@ -15,6 +15,7 @@ from ._report import ReportParams
 from ._signals import EXTRACTOR_IDS, LLMSpec, PinnedFile, RecoveryParams, SignalsParams
 
 __all__ = [
+    "round_trip_yaml",
     "AuditParams",
     "DATASET_NAMES",
     "Frozen",

@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
 
-from ruamel.yaml import YAML
-
 from ..artifacts import MANIFEST_NAME, atomic_write_bytes, digest_file, load_manifest, row_digests
 from ..errors import BadInputError, ConfigError, PinMismatchError, require
+from ..config import round_trip_yaml
 from ..params import DatasetPin, Params
 from ._normalize import Normalized, normalize_pairs
 from ._records import read_pairs
@@ -115,8 +114,7 @@ def accept_pins(params_path: Path, params: Params, pin_dir: Path) -> list[PinCha
         changes.append(change)
 
     if any(c.changed for c in changes):
-        yaml = YAML()  # round-trip mode keeps the user's comments and layout
-        yaml.preserve_quotes = True
+        yaml = round_trip_yaml()  # keeps comments, long lines and layout: only the moved pins change
         doc = yaml.load(params_path.read_text(encoding="utf-8"))
         try:
             for c in changes:

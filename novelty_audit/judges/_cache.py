@@ -10,8 +10,12 @@ to `corrupt/` with a warning, so the call is asked again rather than a damaged a
 ended in an error after retries are not cached: the next run asks again. `refresh` bypasses reads; the
 replaced entry moves to `history/`.
 
-`try_claim` gives one process at a time the right to send a call (a flock'd file under `claims/`), so two
-processes sharing a store never pay for the same call twice.
+`try_claim` gives one process at a time the right to send a call, so two processes sharing a store never pay
+for the same call twice. Claims are striped: a key's claim is an flock on `claims/<first two hex of the key>.lock`
+(at most 256 files, never removed), which a process opens once and shares among its own claims in that stripe,
+while a set of claimed keys keeps threads of one process apart. Two processes therefore also exclude each other
+on different keys of one stripe — only ever a short wait — and a claim costs one flock call instead of creating
+and removing a file per call (the difference was 0.15× of the judge engine's throughput; benchmarks/bench_judge.py).
 """
 
 from __future__ import annotations
@@ -117,25 +121,23 @@ def _decode(data: bytes, key: str | None) -> tuple[dict[str, Any] | None, str | 
 
 
 class CallClaim:
-    """The right to send one call, held by one process at a time until `release` (or leaving the `with`)."""
+    """The right to send one call, held by one process (and one of its threads) until `release`."""
 
-    def __init__(self, path: Path, fd: int):
-        self.path = path
-        self._fd: int | None = fd
+    def __init__(self, stripe: Path, key: str):
+        self.path = stripe
+        self.key = key
+        self._held = True
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
+        return self._held
 
     def release(self) -> None:
-        """Give up the claim; idempotent. The lock file is removed while still locked, so no claims pile up."""
-        if self._fd is None:
+        """Give up the claim; idempotent. The stripe's flock is dropped when this process holds no claim in it."""
+        if not self._held:
             return
-        try:
-            self.path.unlink(missing_ok=True)
-        finally:
-            os.close(self._fd)  # closing drops the flock
-            self._fd = None
+        self._held = False
+        _CLAIMS.release(self.path, self.key)
 
     def __enter__(self) -> "CallClaim":
         return self
@@ -144,11 +146,62 @@ class CallClaim:
         self.release()
 
     def __del__(self) -> None:  # a claim dropped without release must not block other processes forever
-        if getattr(self, "_fd", None) is not None:
+        if getattr(self, "_held", False):
             try:
                 self.release()
             except OSError:
                 pass
+
+
+class _Claims:
+    """This process's claims: keys held (threads of one process exclude each other by key) and, per stripe
+    file, an open descriptor with its flock held while any key of that stripe is claimed here."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._keys: set[str] = set()
+        self._fds: dict[Path, int] = {}
+        self._counts: dict[Path, int] = {}
+
+    def _after_fork(self) -> None:
+        # A forked child shares its parent's open file descriptions, and with them the parent's flocks:
+        # it must open its own descriptors and start with no claims.
+        if self._pid != os.getpid():
+            self._pid, self._keys, self._fds, self._counts = os.getpid(), set(), {}, {}
+
+    def try_claim(self, stripe: Path, key: str) -> bool:
+        with self._lock:
+            self._after_fork()
+            if key in self._keys:
+                return False
+            if self._counts.get(stripe, 0) == 0:
+                fd = self._fds.get(stripe)
+                if fd is None:
+                    stripe.parent.mkdir(parents=True, exist_ok=True)
+                    fd = self._fds[stripe] = os.open(stripe, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as exc:
+                    if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                        return False
+                    raise
+            self._counts[stripe] = self._counts.get(stripe, 0) + 1
+            self._keys.add(key)
+            return True
+
+    def release(self, stripe: Path, key: str) -> None:
+        with self._lock:
+            if self._pid != os.getpid() or key not in self._keys:
+                return
+            self._keys.discard(key)
+            self._counts[stripe] -= 1
+            if self._counts[stripe] == 0:
+                # Unlock but keep the descriptor: the next claim in this stripe is one flock call.
+                fcntl.flock(self._fds[stripe], fcntl.LOCK_UN)
+
+
+_CLAIMS = _Claims()
 
 
 _cleaned: set[Path] = set()
@@ -164,13 +217,23 @@ def _clean_leftovers_once(root: Path) -> None:
             return
         _cleaned.add(key)
     clean_stale_temps(root, ".*.tmp", recursive=True)
+    # Stripe files stay (a killed holder's flock died with it); per-key claim files of novelty-audit 0.2
+    # development builds are removed when nobody holds them.
     claims = root / "claims"
     if claims.is_dir():
         for p in claims.glob("*.lock"):
-            # A killed holder leaves its lock file (unlocked); claiming and releasing removes it safely.
-            claim = _try_claim(p)
-            if claim is not None:
-                claim.release()
+            if len(p.stem) == 64:
+                try:
+                    fd = os.open(p, os.O_RDWR)
+                except FileNotFoundError:
+                    continue
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    p.unlink(missing_ok=True)
+                except OSError:
+                    pass
+                finally:
+                    os.close(fd)
 
 
 class CallCache:
@@ -221,32 +284,10 @@ class CallCache:
 
     def try_claim(self, key: str) -> CallClaim | None:
         """Claim the right to send the call `key` without blocking; None while another process (or
-        thread) holds it. After claiming, read the cache again: the previous holder may have answered."""
-        p = self.root / "claims" / f"{key}.lock"
-        p.parent.mkdir(parents=True, exist_ok=True)
-        return _try_claim(p)
-
-
-def _try_claim(p: Path) -> CallClaim | None:
-    while True:
-        fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                return None
-            raise
-        # A releasing holder unlinks its file while locked; a lock won on that unlinked file claims nothing.
-        try:
-            same = os.stat(p).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())  # who holds it, for people looking
-            return CallClaim(p, fd)
-        os.close(fd)
+        thread) holds it, or another process holds a claim in its stripe. After claiming, read the cache
+        again: the previous holder may have answered."""
+        stripe = self.root / "claims" / f"{key[:2]}.lock"
+        return CallClaim(stripe, key) if _CLAIMS.try_claim(stripe, key) else None
 
 
 def verify_call_cache(calls_root: str | Path) -> list[tuple[str, str]]:

@@ -15,10 +15,9 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
-from typing import Any
 
 from ..artifacts import atomic_write_bytes, csv_records, digest_file
-from ..config import PinnedFile, SignalsParams
+from ..config import PinnedFile, SignalsParams, round_trip_yaml
 from ..errors import BadInputError, ConfigError, PinMismatchError
 from ._llm import PROMPT_NAME
 
@@ -278,21 +277,6 @@ def _plan(sp: SignalsParams, root: Path) -> list[SignalsPinChange]:
         if pin is not None:
             changes.append(SignalsPinChange(f"signals.{name}", pin.path, pin.sha256, _current(f"signals.{name}", pin, root)))
     return changes
-
-
-def round_trip_yaml() -> Any:
-    """A ruamel round-trip YAML that writes the project's params.yaml back unchanged: comments, long lines,
-    the list indent (`  key:` / `    - item`) and `null` kept, so an accept rewrites only the pins it moves."""
-    from ruamel.yaml import YAML
-
-    yaml = YAML()
-    yaml.preserve_quotes = True
-    yaml.width = 1 << 16  # never fold a long pin line
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    yaml.representer.add_representer(
-        type(None), lambda rep, _: rep.represent_scalar("tag:yaml.org,2002:null", "null")
-    )
-    return yaml
 
 
 def _write(params_path: Path, changes: list[SignalsPinChange]) -> None:

@@ -166,8 +166,10 @@ def test_a_call_claimed_by_another_process_cannot_be_claimed_until_released(tmp_
         assert holder.stdout.readline().strip() == "claimed"
         cache = CallCache(root)
         assert cache.try_claim(key) is None
-        other = cache.try_claim(key_of(vote_index=7))
-        assert other is not None, "claims are per key"
+        # Claims are striped by the key's first two hex digits: a key of another stripe is free.
+        other_key = next(k for k in (key_of(vote_index=v) for v in range(1, 1000)) if k[:2] != key[:2])
+        other = cache.try_claim(other_key)
+        assert other is not None, "a claim blocks only its own stripe"
         other.release()
         holder.stdin.write("go\n")
         holder.stdin.flush()
@@ -178,7 +180,8 @@ def test_a_call_claimed_by_another_process_cannot_be_claimed_until_released(tmp_
     finally:
         holder.kill()
         holder.wait(timeout=60)
-    assert list((root / "claims").iterdir()) == [], "released claims leave no lock files behind"
+    stripes = list((root / "claims").iterdir())
+    assert all(len(p.stem) == 2 for p in stripes) and len(stripes) <= 256, "one small lock file per stripe, never per call"
 
 
 def test_a_killed_holder_does_not_block_the_call(tmp_path):
@@ -187,9 +190,7 @@ def test_a_killed_holder_does_not_block_the_call(tmp_path):
     assert holder.stdout.readline().strip() == "claimed"
     holder.kill()
     holder.wait(timeout=60)
-    assert [p.stem for p in (root / "claims").iterdir()] == [key], "the killed holder left its lock file"
-    cache = CallCache(root)  # the next start
-    assert list((root / "claims").iterdir()) == [], "an unheld leftover claim is removed at the next start"
+    cache = CallCache(root)  # the next start: the killed holder's flock died with it
     claim = cache.try_claim(key)
     assert claim is not None
     claim.release()
@@ -288,3 +289,36 @@ def test_two_processes_sharing_a_store_send_each_call_once(tmp_path):
     assert outs[0]["verdicts"] == outs[1]["verdicts"]
     assert sum(o["facts"]["calls"] for o in outs) == distinct
     assert sum(o["facts"]["claim_waits"] for o in outs) > 0, "the two runs overlapped (else this test proves nothing)"
+
+
+def test_threads_of_one_process_share_a_stripe_but_never_a_key(tmp_path):
+    cache = CallCache(tmp_path / "calls")
+    key = key_of()
+    same_stripe = next(k for k in (key_of(vote_index=v) for v in range(1, 5000)) if k[:2] == key[:2] and k != key)
+    a, b = cache.try_claim(key), cache.try_claim(same_stripe)
+    assert a is not None and b is not None and cache.try_claim(key) is None
+    a.release()
+    b.release()
+
+
+def _claim_in_forked_child(root: str, key: str, out) -> None:
+    out.put(CallCache(root).try_claim(key) is not None)
+
+
+def test_a_forked_child_does_not_inherit_its_parents_claims(tmp_path):
+    import multiprocessing
+
+    root, key = tmp_path / "calls", key_of()
+    held = CallCache(root).try_claim(key)
+    assert held is not None
+    # Another key of the held stripe: a child that kept the parent's descriptor (and flock) would get it.
+    same_stripe = next(k for k in (key_of(vote_index=v) for v in range(1, 5000)) if k[:2] == key[:2] and k != key)
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_claim_in_forked_child, args=(str(root), same_stripe, out))
+    child.start()
+    try:
+        assert out.get(timeout=120) is False, "the child shares the parent's descriptor but not its claim"
+    finally:
+        child.join(timeout=120)
+        held.release()

@@ -97,11 +97,17 @@ def test_exclude_mode_records_bad_items_in_the_exclusions_table(project):
     assert m.summary["human-only"]["pairs"] == 153 and m.summary["human-only"]["excluded"] == 1
 
 
-def test_accept_keeps_comments_in_params_yaml(project):
+def test_accept_rewrites_only_the_moved_pin_line_of_params_yaml(project):
+    before = Path("params.yaml").read_text().splitlines()
     _edit_idea_text(TITLE)
     accept_pins(Path("params.yaml"), load_params(), Path("artifacts/pin"))
     text = Path("params.yaml").read_text()
     assert "# The only configuration source" in text
+    after = text.splitlines()
+    # Long flow-style lines, comments and `null`s stay as written: the diff is the one sha256 line.
+    assert len(after) == len(before)
+    moved = [(a, b) for a, b in zip(before, after) if a != b]
+    assert len(moved) == 1 and moved[0][0].strip().startswith("sha256: f17e8d49") and moved[0][1].strip().startswith("sha256: ")
     assert load_params().pin.datasets["human-only"].sha256 != "f17e8d499b4cb0e0e85c41d55352df42f0dc9b5231a8544e86bb7b62043a67e3"
 
 
