@@ -22,3 +22,20 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         os.chmod(p, 0o755 if p.is_dir() else 0o644)
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture
+def run_main(capsys: pytest.CaptureFixture[str]):
+    """Call the CLI entry point in this process: `run_main(*args) -> (exit code, stdout, stderr)`."""
+    from novelty_audit.cli import main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code or 0
+        cap = capsys.readouterr()
+        return code, cap.out, cap.err
+
+    return run

@@ -21,3 +21,14 @@ def make_pairs(n: int, dataset: str = "toy", texts: dict[int, str] | None = None
 
 def make_points(n: int, dataset: str = "toy") -> list[PointItem]:
     return [PointItem(dataset, idea(100 + k), "POSITIVE" if k % 2 == 0 else "NEGATIVE") for k in range(n)]
+
+
+TOY_DOCS = [
+    ("d1", "Graph neural networks for molecules", "We learn molecular property prediction with message passing graph networks.", 2019),
+    ("d2", "Protein folding with attention", "Attention models predict protein structure from sequence alignments.", 2021),
+    ("d3", "Sparse attention for long documents", "Efficient sparse attention lets transformers read long documents.", 2020),
+    ("d4", "Reinforcement learning for robots", "Robots learn locomotion policies with deep reinforcement learning.", 2018),
+    ("d5", "Retrieval augmented generation", "Language models retrieve passages to ground generated answers.", 2022),
+]
+"""A tiny prior-work corpus (id, title, abstract, year) for distance-judge tests: two graph/molecule papers
+are close to each other, the rest far apart."""

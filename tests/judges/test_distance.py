@@ -12,6 +12,7 @@ import orjson
 import polars as pl
 import pytest
 
+from judge_items import TOY_DOCS
 from novelty_audit.errors import BadInputError, MissingDependencyError
 from novelty_audit.judges import TIE, Idea, PairItem, PointItem
 from novelty_audit.judges.distance import (
@@ -203,14 +204,7 @@ def test_a_missing_embed_extra_names_the_extra(build, monkeypatch, tmp_path: Pat
 
 # -- a TF-IDF judge end to end ----------------------------------------------------------------------
 
-_DOCS = [
-    ("d1", "Graph neural networks for molecules", "We learn molecular property prediction with message passing graph networks.", 2019),
-    ("d2", "Protein folding with attention", "Attention models predict protein structure from sequence alignments.", 2021),
-    ("d3", "Sparse attention for long documents", "Efficient sparse attention lets transformers read long documents.", 2020),
-    ("d4", "Reinforcement learning for robots", "Robots learn locomotion policies with deep reinforcement learning.", 2018),
-    ("d5", "Retrieval augmented generation", "Language models retrieve passages to ground generated answers.", 2022),
-    ("d6", "Future work on molecule graphs", "Graph networks predict molecular properties with message passing.", 2030),
-]
+_DOCS = [*TOY_DOCS, ("d6", "Future work on molecule graphs", "Graph networks predict molecular properties with message passing.", 2030)]
 
 
 def _tiny_corpus(tmp_path: Path, docs=_DOCS, name: str = "corpus.json") -> Path:

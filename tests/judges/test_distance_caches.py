@@ -15,18 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from judge_items import TOY_DOCS
 from novelty_audit.judges import Idea, PairItem, PointItem
 from novelty_audit.judges.distance import EmbeddingCache, SentenceTransformerEmbedder, clear_memory_caches, verify_distance_caches
 from novelty_audit.judges.distance._cachefile import entry_path, read_entry, write_entry
 
-DOCS = [
-    ("d1", "Graph neural networks for molecules", "We learn molecular property prediction with message passing graph networks.", 2019),
-    ("d2", "Protein folding with attention", "Attention models predict protein structure from sequence alignments.", 2021),
-    ("d3", "Sparse attention for long documents", "Efficient sparse attention lets transformers read long documents.", 2020),
-    ("d4", "Reinforcement learning for robots", "Robots learn locomotion policies with deep reinforcement learning.", 2018),
-    ("d5", "Retrieval augmented generation", "Language models retrieve passages to ground generated answers.", 2022),
-    ("d6", "Graph transformers for chemistry", "Transformers over molecular graphs predict reaction outcomes.", 2023),
-]
+DOCS = [*TOY_DOCS, ("d6", "Graph transformers for chemistry", "Transformers over molecular graphs predict reaction outcomes.", 2023)]
 LOGGER = "novelty_audit.judges.distance"
 
 

@@ -16,18 +16,13 @@ import orjson
 import polars as pl
 import pytest
 
+from judge_items import TOY_DOCS
 from novelty_audit.judges import Idea, PointItem
 from novelty_audit.judges._retrieval import Retriever
 from novelty_audit.judges._run import load_items
 from novelty_audit.judges.distance import clear_memory_caches
 
-DOCS = [
-    ("d1", "Graph neural networks for molecules", "We learn molecular property prediction with message passing graph networks.", 2019),
-    ("d2", "Protein folding with attention", "Attention models predict protein structure from sequence alignments.", 2021),
-    ("d3", "Sparse attention for long documents", "Efficient sparse attention lets transformers read long documents.", 2020),
-    ("d4", "Reinforcement learning for robots", "Robots learn locomotion policies with deep reinforcement learning.", 2018),
-    ("d5", "Retrieval augmented generation", "Language models retrieve passages to ground generated answers.", 2022),
-]
+DOCS = list(TOY_DOCS)
 
 SHARED_ID = "i-shared"
 CLOSE = "Message passing graph networks learn molecular property prediction for new molecules."

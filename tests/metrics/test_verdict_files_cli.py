@@ -13,7 +13,6 @@ from pathlib import Path
 import orjson
 import pytest
 
-from novelty_audit.cli import main
 
 
 def write(path: Path, rows: list[tuple[str, str]]) -> Path:
@@ -28,14 +27,6 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "novelty_audit.cli", *args], capture_output=True, text=True)
 
 
-def run_main(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
 
 
 @pytest.fixture
@@ -57,8 +48,8 @@ def test_golden_flips_case_through_the_cli(golden):
     assert out["only_before"] == [] and out["only_after"] == []
 
 
-def test_flips_prints_a_readable_summary(golden, capsys):
-    code, out, _ = run_main(capsys, "flips", str(golden["before"]), str(golden["after"]), "--gold", str(golden["gold"]))
+def test_flips_prints_a_readable_summary(golden, run_main):
+    code, out, _ = run_main("flips", str(golden["before"]), str(golden["after"]), "--gold", str(golden["gold"]))
     assert code == 0
     assert "accuracy 0.75 → 0.75" in out
     assert "2 flip(s) of 4 compared" in out
@@ -72,9 +63,9 @@ def test_mismatched_ids_are_an_error_without_traceback(tmp_path, golden):
     assert "Traceback" not in r.stderr + r.stdout
 
 
-def test_report_mismatches_compares_the_common_ids_and_lists_the_rest(tmp_path, golden, capsys):
+def test_report_mismatches_compares_the_common_ids_and_lists_the_rest(tmp_path, golden, run_main):
     short = write(tmp_path / "short.csv", [("p1", "A"), ("p2", "B"), ("p3", "A"), ("p9", "B")])
-    code, out, err = run_main(capsys, "flips", str(short), str(golden["after"]), "--report-mismatches", "--json")
+    code, out, err = run_main("flips", str(short), str(golden["after"]), "--report-mismatches", "--json")
     assert code == 0, err
     data = orjson.loads(out)
     assert data["compared"] == 3 and data["flips"] == 0
@@ -90,17 +81,17 @@ def test_report_mismatches_compares_the_common_ids_and_lists_the_rest(tmp_path, 
     ],
     ids=["duplicate-id", "empty", "unknown-verdict"],
 )
-def test_bad_files_are_clear_errors(tmp_path, golden, capsys, rows, message):
+def test_bad_files_are_clear_errors(tmp_path, golden, run_main, rows, message):
     bad = write(tmp_path / "bad.csv", rows)
-    code, out, err = run_main(capsys, "flips", str(bad), str(golden["after"]), "--gold", str(golden["gold"]))
+    code, out, err = run_main("flips", str(bad), str(golden["after"]), "--gold", str(golden["gold"]))
     assert code != 0
     assert message in err
     assert "Traceback" not in err
 
 
-def test_an_explicit_allowed_set_admits_other_verdicts(tmp_path, golden, capsys):
+def test_an_explicit_allowed_set_admits_other_verdicts(tmp_path, golden, run_main):
     other = write(tmp_path / "other.csv", [("p1", "A"), ("p2", "C"), ("p3", "A"), ("p4", "B")])
-    code, out, err = run_main(capsys, "flips", str(other), str(golden["after"]), "--gold", str(golden["gold"]),
+    code, out, err = run_main("flips", str(other), str(golden["after"]), "--gold", str(golden["gold"]),
                               "--allowed", "A,B,C,tie", "--json")
     assert code == 0, err
     assert orjson.loads(out)["accuracy_before"] == 0.5
@@ -123,19 +114,19 @@ def test_golden_quality_case_always_unknown_repeated(tmp_path):
     assert out["accuracy_on_answered"] is None  # nothing answered
 
 
-def test_golden_quality_case_reference_matching(tmp_path, capsys):
+def test_golden_quality_case_reference_matching(tmp_path, run_main):
     ref = write(tmp_path / "ref.csv", REFERENCE)
-    code, out, err = run_main(capsys, "quality", str(ref), "--reference", str(ref), "--repeat", str(ref), "--json")
+    code, out, err = run_main("quality", str(ref), "--reference", str(ref), "--repeat", str(ref), "--json")
     assert code == 0, err
     data = orjson.loads(out)
     assert (data["reference_accuracy"], data["answered_fraction"], data["stability"]) == (1.0, 1.0, 1.0)
     assert data["accuracy_on_answered"] == 1.0
 
 
-def test_quality_counts_answers_where_the_reference_abstains_as_unsupported(tmp_path, capsys):
+def test_quality_counts_answers_where_the_reference_abstains_as_unsupported(tmp_path, run_main):
     ref = write(tmp_path / "ref.csv", REFERENCE)
     pred = write(tmp_path / "pred.csv", [("q1", "novel"), ("q2", "duplicate"), ("q3", "unknown"), ("q4", "novel")])
-    code, out, err = run_main(capsys, "quality", str(pred), "--reference", str(ref), "--json")
+    code, out, err = run_main("quality", str(pred), "--reference", str(ref), "--json")
     data = orjson.loads(out)
     assert data["unsupported_confident"] == 1.0 and data["correct_abstention"] == 0.0
     assert data["answered_fraction"] == pytest.approx(2 / 3)
@@ -199,14 +190,14 @@ BAD_FILES = {
 
 @pytest.mark.parametrize("case", sorted(BAD_FILES))
 @pytest.mark.parametrize("command", ["flips", "quality"])
-def test_an_unusable_verdict_file_exits_2_naming_the_file(tmp_path, golden, capsys, case, command):
+def test_an_unusable_verdict_file_exits_2_naming_the_file(tmp_path, golden, run_main, case, command):
     name, make, words = BAD_FILES[case]
     bad = make(tmp_path / name)
     if command == "flips":
         args = ["flips", str(bad), str(golden["after"])]
     else:
         args = ["quality", str(golden["before"]), "--reference", str(bad)]
-    code, out, err = run_main(capsys, *args)
+    code, out, err = run_main(*args)
     assert code == 2, (out, err)
     text = " ".join(err.split())  # rich wraps long lines
     assert name in text

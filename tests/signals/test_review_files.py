@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from novelty_audit.cli import main
 from novelty_audit.errors import BadInputError, PinMismatchError
 from novelty_audit.params import load_params
 from novelty_audit.signals import ACCEPT_COMMAND, accept_signal_pins, review_files, signal_input_files
@@ -77,14 +76,15 @@ def signals_params():
     return load_params("params.yaml").signals
 
 
-def run_cli(capsys, *args: str) -> tuple[int, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    cap = capsys.readouterr()
-    return code, " ".join((cap.out + cap.err).split())
+@pytest.fixture
+def run_cli(run_main):
+    """The CLI in this process: (exit code, stdout and stderr as one line of words)."""
+
+    def run(*args: str) -> tuple[int, str]:
+        code, out, err = run_main(*args)
+        return code, " ".join((out + err).split())
+
+    return run
 
 
 def test_the_shipped_directory_matches_its_index_and_pins(reviews_dir: Path) -> None:
@@ -134,10 +134,10 @@ def test_an_index_with_a_bad_row_names_file_and_line(reviews_dir: Path) -> None:
         signal_input_files(signals_params())
 
 
-def test_accept_pins_the_new_file_keeping_comments_and_every_other_line(reviews_dir: Path, capsys) -> None:
+def test_accept_pins_the_new_file_keeping_comments_and_every_other_line(reviews_dir: Path, run_cli) -> None:
     before = Path("params.yaml").read_text(encoding="utf-8")
     path = add_review(reviews_dir)
-    code, out = run_cli(capsys, "signals", "--accept")
+    code, out = run_cli("signals", "--accept")
     assert code == 0, out
     assert f"data/raw-reviews/{NEW_NAME}: pinned" in out
     after = Path("params.yaml").read_text(encoding="utf-8")
@@ -148,11 +148,11 @@ def test_accept_pins_the_new_file_keeping_comments_and_every_other_line(reviews_
     pins = [p.path for p in signals_params().markdown]
     assert pins == sorted(pins)  # inserted in order
     assert len(signal_input_files(signals_params())["markdown"]) == 8
-    code, out = run_cli(capsys, "signals", "--accept")  # nothing moved: params.yaml is not rewritten
+    code, out = run_cli("signals", "--accept")  # nothing moved: params.yaml is not rewritten
     assert "10 signals input files unchanged" in out and Path("params.yaml").read_text(encoding="utf-8") == after
 
 
-def test_accept_re_pins_an_edited_file_and_drops_the_pin_of_a_deleted_one(reviews_dir: Path, capsys) -> None:
+def test_accept_re_pins_an_edited_file_and_drops_the_pin_of_a_deleted_one(reviews_dir: Path, run_cli) -> None:
     edited = reviews_dir / "learning-from-peers-in-reasoning-models.md"
     edited.write_text(edited.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
     with pytest.raises(PinMismatchError, match="novelty-audit signals --accept"):
@@ -163,7 +163,7 @@ def test_accept_re_pins_an_edited_file_and_drops_the_pin_of_a_deleted_one(review
     index.write_text("".join(line for line in index.read_text().splitlines(True) if not line.startswith(gone)))
     with pytest.raises(PinMismatchError, match="no longer in data/raw-reviews"):
         signal_input_files(signals_params())
-    code, out = run_cli(capsys, "signals", "--accept")
+    code, out = run_cli("signals", "--accept")
     assert code == 0, out
     assert f"data/raw-reviews/{gone}: gone" in out and "learning-from-peers-in-reasoning-models.md: re-pinned" in out
     sp = signals_params()
@@ -171,9 +171,9 @@ def test_accept_re_pins_an_edited_file_and_drops_the_pin_of_a_deleted_one(review
     assert len(signal_input_files(sp)["markdown"]) == 6
 
 
-def test_an_unregistered_file_through_the_cli_exits_2_with_the_fix(reviews_dir: Path, capsys) -> None:
+def test_an_unregistered_file_through_the_cli_exits_2_with_the_fix(reviews_dir: Path, run_cli) -> None:
     add_review(reviews_dir)
-    code, out = run_cli(capsys, "signals")
+    code, out = run_cli("signals")
     assert code == 2
     assert NEW_NAME in out and ACCEPT_COMMAND in out and "Traceback" not in out
 
