@@ -603,7 +603,7 @@ class LLMJudge(VoteJudge):
                 continue
             entry = None if self.ctx.refresh else self.cache.get(key)
             if entry is not None:
-                results[i] = self._result(key, entry, cached=True)
+                results[i] = self._result(key, self._reparsed(call, entry), cached=True)
                 self._facts["cache_hits"] += 1
                 continue
             pending[key] = (call, payload, [i])
@@ -642,7 +642,7 @@ class LLMJudge(VoteJudge):
                 self._error_details[entry["error_reason"]] = entry["note"]
             elif entry["outcome"] == "truncated" and not cached:
                 self._facts["truncated"] += 1
-            r = self._result(key, entry, cached=cached)
+            r = self._result(key, self._reparsed(call, entry) if cached else entry, cached=cached)
             for i in idxs:
                 results[i] = r
             run.progress.advance(entry["outcome"] == "error")
@@ -738,14 +738,31 @@ class LLMJudge(VoteJudge):
         assert fault is not None
         return _error_entry(fault.reason, self._redact(f"after {attempts} attempt(s): {fault.detail}"), attempts), False
 
-    def _answer_entry(self, call: Call, payload: Payload, answer: Answer, cost: float, latency: float, attempts: int) -> dict[str, Any]:
-        parsed = parse_verdict(call.task, answer.text)
+    def _classify(self, task: str, text: str | None, refused: bool, finish_reason: str | None) -> tuple[str, Any, str | None]:
+        """(outcome, choice, note) of one answer. In completions mode the prompt ends with the lead-in
+        "Answer:", so the continuation completes that line: it is parsed as lead-in + continuation."""
+        if self.args.api == "completions" and text is not None:
+            text = COMPLETION_LEAD_IN.strip() + text
+        parsed = parse_verdict(task, text)
         outcome, choice, note = parsed.outcome, parsed.choice, parsed.note
-        if answer.refused and outcome != "valid":
-            outcome, note = "refusal", f"provider flagged a refusal (finish_reason={answer.finish_reason})"
-        elif outcome != "valid" and answer.finish_reason in TRUNCATING_FINISH:
+        if refused and outcome != "valid":
+            outcome, note = "refusal", f"provider flagged a refusal (finish_reason={finish_reason})"
+        elif outcome != "valid" and finish_reason in TRUNCATING_FINISH:
             outcome = "truncated"
-            note = f"cut at max_tokens={self.args.sampling.max_tokens} (finish_reason={answer.finish_reason}) before a verdict: {note}"
+            note = f"cut at max_tokens={self.args.sampling.max_tokens} (finish_reason={finish_reason}) before a verdict: {note}"
+        return outcome, choice, note
+
+    def _reparsed(self, call: Call, entry: dict[str, Any]) -> dict[str, Any]:
+        """A cached answer judged by this code's parser. The cache keeps what the provider said; reading a
+        verdict out of it is harness code, so a parser change applies to cached answers too (and shows up as
+        the code digest that moved), instead of replaying an outcome the old parser decided."""
+        if "response" not in entry or entry.get("outcome") not in ("valid", "invalid", "truncated"):
+            return entry  # errors are never cached; a provider-flagged refusal stays one
+        outcome, choice, note = self._classify(call.task, entry["response"], False, entry.get("finish_reason"))
+        return {**entry, "outcome": outcome, "choice": choice, "note": note}
+
+    def _answer_entry(self, call: Call, payload: Payload, answer: Answer, cost: float, latency: float, attempts: int) -> dict[str, Any]:
+        outcome, choice, note = self._classify(call.task, answer.text, answer.refused, answer.finish_reason)
         self._facts["calls"] += 1
         self._facts["cost_usd"] += cost
         self._facts["latency_s"] += latency

@@ -147,3 +147,35 @@ def test_no_environment_variable_redirects_a_judge_without_base_url(build, monke
     judge = build(backend, model="mock", api_key_env="MOCK_API_KEY")
     client = judge._client()
     assert str(client.base_url).rstrip("/") == default
+
+
+def test_in_completions_mode_the_continuation_completes_the_answer_line(build, mock_llm):
+    # The prompt ends with "Answer:"; a base model that continues with " B" has answered "Answer: B".
+    mock_llm.answer = lambda body, nth: " B"
+    rows = api(build, mock_llm, api="completions", votes=1, tasks=("pairwise",)).judge(make_pairs(2), []).pairwise
+    assert [r["n_valid"] for r in rows] == [2, 2]
+    assert rows[0]["votes_forward"] == [rows[0]["idea_1"]] and rows[0]["votes_reverse"] == [rows[0]["idea_0"]]
+
+
+def test_a_continuation_that_rambles_past_its_label_is_not_a_vote(build, mock_llm):
+    mock_llm.answer = lambda body, nth: ' A\n\nAnswer with your verdict as a JSON object: {"answer": "<A or B>"}'
+    rows = api(build, mock_llm, api="completions", votes=1, tasks=("pairwise",)).judge(make_pairs(2), []).pairwise
+    assert all(r["n_valid"] == 0 and r["n_invalid"] == 2 for r in rows)
+
+
+def test_cached_answers_are_read_with_the_current_parser(build, mock_llm, tmp_path):
+    # The cache keeps what the provider said; the verdict read out of it is harness code. An entry whose stored
+    # outcome an older parser decided (an echoed example counted as a vote) is judged again on reading.
+    echo = '{"answer": "A"}  (or {"answer": "B"})'
+    mock_llm.answer = lambda body, nth: echo
+    judge = api(build, mock_llm, votes=1, tasks=("pairwise",))
+    judge.judge(make_pairs(1), [])
+    cache = CallCache(tmp_path / "store" / "cache" / "calls")
+    for p in sorted((tmp_path / "store" / "cache" / "calls").glob("??/*.json")):
+        entry = cache.get(p.stem)
+        assert entry["response"] == echo and entry["outcome"] == "invalid"
+        cache.put(p.stem, {**entry, "outcome": "valid", "choice": 1, "note": None})  # what the 0.1 parser stored
+    n = mock_llm.count
+    rows = api(build, mock_llm, votes=1, tasks=("pairwise",)).judge(make_pairs(1), []).pairwise
+    assert mock_llm.count == n, "answered from the cache"
+    assert rows[0]["n_valid"] == 0 and rows[0]["n_invalid"] == 2
