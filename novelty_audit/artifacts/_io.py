@@ -6,10 +6,12 @@ A crash at any point leaves either the old file or the new one, never half of on
 from __future__ import annotations
 
 import csv
+import fcntl
 import io
 import os
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ import polars as pl
 
 from ._digest import canonical
 
-__all__ = ["temp_prefix", "atomic_write_bytes", "write_json", "read_json", "write_table", "read_table", "csv_records"]
+__all__ = ["temp_prefix", "atomic_write_bytes", "exclusive_update", "write_json", "read_json", "write_table", "read_table", "csv_records"]
 
 
 def _umask() -> int:
@@ -52,6 +54,18 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+@contextmanager
+def exclusive_update(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive flock on the side file `<path>.lock` for a read-modify-write of `path`: one writer at
+    a time across processes, while readers (who never lock) see the old file or the new one, since the
+    caller replaces `path` with `atomic_write_bytes`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a+b") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        yield
 
 
 def write_json(path: str | Path, value: Any, *, canonical_floats: bool = False) -> Path:

@@ -10,14 +10,13 @@ sha256 and, for a copy, against the output it copies.
 
 from __future__ import annotations
 
-import fcntl
 from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
 
 from ._digest import digest_bytes, digest_file
-from ._io import atomic_write_bytes
+from ._io import atomic_write_bytes, exclusive_update
 from ._manifest import MANIFEST_NAME, load_manifest
 
 __all__ = ["PUBLISHED_DIR", "publish_copy", "record_published", "published_records"]
@@ -39,10 +38,8 @@ def _name(path: Path) -> str:
 
 def _update(artifacts_root: Path, stage: str, entries: dict[str, dict[str, str | None]]) -> None:
     path = _records_path(artifacts_root, stage)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Read-modify-write under an flock of a side file: two stages (or runs) publishing at once keep both records.
-    with open(path.with_suffix(".lock"), "a+b") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    # Two stages (or runs) publishing at once keep both records.
+    with exclusive_update(path):
         try:
             current = orjson.loads(path.read_bytes()) if path.exists() else {}
             if not isinstance(current, dict):

@@ -17,7 +17,6 @@ or can restore outputs for an identity it has already seen.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import re
@@ -36,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..errors import ManifestMismatchError, NoveltyAuditError
 from ._digest import digest_bytes, digest_file, digest_obj
-from ._io import atomic_write_bytes, read_json, temp_prefix, write_json
+from ._io import atomic_write_bytes, exclusive_update, read_json, temp_prefix, write_json
 from ._manifest import StageManifest
 
 __all__ = ["Store", "RunRecord", "RunOccurrence"]
@@ -173,24 +172,10 @@ class Store:
         p = self.root / "manifests" / "by-identity" / f"{identity}.json"
         if not p.exists():
             return None
-        try:
-            raw = read_json(p)
-        except (OSError, ValueError) as exc:
-            self.discard(p, f"unreadable ({type(exc).__name__})")
-            return None
-        if isinstance(raw, dict) and set(raw) == {"identity", "manifest"} and raw["identity"] == identity:
-            d = raw["manifest"]
-            if isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d):
-                return d
-        elif isinstance(raw, dict) and raw.get("identity") == identity:
-            # A store written before pointers held the whole manifest here: trust it only as far as its
-            # by-digest copy, which is checked against its name.
-            try:
-                return StageManifest.model_validate(raw).digest()
-            except ValueError:
-                pass
-        self.discard(p, "not a pointer to a stored manifest of this identity")
-        return None
+        d, problem = _read_pointer(p, identity)
+        if d is None:
+            self.discard(p, problem or "")
+        return d
 
     def manifest_for_identity(self, identity: str) -> StageManifest | None:
         """The complete manifest this identity produced before, checked against its digest; None if unknown."""
@@ -218,14 +203,9 @@ class Store:
         p = self.root / "manifests" / "by-digest" / f"{digest}.json"
         if not p.exists():
             return None
-        try:
-            m = StageManifest.model_validate(read_json(p))
-        except (OSError, ValueError) as exc:
-            self.discard(p, f"unreadable ({type(exc).__name__})")
-            return None
-        if m.digest() != digest:
-            self.discard(p, "its content does not match the digest in its name")
-            return None
+        m, problem = _read_stored_manifest(p, digest)
+        if m is None:
+            self.discard(p, problem or "")
         return m
 
     def verify(self) -> list[tuple[str, str]]:
@@ -237,28 +217,13 @@ class Store:
             if digest_file(p) != p.name:
                 bad.append((p.as_posix(), "store object: content does not match its sha256 name"))
         for p in sorted((self.root / "manifests" / "by-digest").glob("*.json")):
-            try:
-                m = StageManifest.model_validate(read_json(p))
-            except (OSError, ValueError) as exc:
-                bad.append((p.as_posix(), f"stored manifest: unreadable ({type(exc).__name__})"))
-                continue
-            if m.digest() != p.stem:
-                bad.append((p.as_posix(), "stored manifest: content does not match the digest in its name"))
+            _, problem = _read_stored_manifest(p, p.stem)
+            if problem:
+                bad.append((p.as_posix(), f"stored manifest: {problem}"))
         for p in sorted((self.root / "manifests" / "by-identity").glob("*.json")):
-            try:
-                raw = read_json(p)
-            except (OSError, ValueError) as exc:
-                bad.append((p.as_posix(), f"stored manifest pointer: unreadable ({type(exc).__name__})"))
-                continue
-            d = raw.get("manifest") if isinstance(raw, dict) and set(raw) == {"identity", "manifest"} else None
-            if d is None:
-                try:
-                    d = StageManifest.model_validate(raw).digest()  # the older layout: a whole manifest
-                except ValueError:
-                    bad.append((p.as_posix(), "stored manifest pointer: neither a pointer nor a manifest"))
-                    continue
-            if not isinstance(raw, dict) or raw.get("identity") != p.stem:
-                bad.append((p.as_posix(), "stored manifest pointer: names another identity"))
+            d, problem = _read_pointer(p, p.stem)
+            if problem:
+                bad.append((p.as_posix(), f"stored manifest pointer: {problem}"))
             elif not (self.root / "manifests" / "by-digest" / f"{d}.json").exists():
                 bad.append((p.as_posix(), f"stored manifest pointer: manifest {str(d)[:16]} is not in the store"))
         return bad
@@ -279,11 +244,7 @@ class Store:
         occurrence = RunOccurrence(time=datetime.now(timezone.utc).isoformat(timespec="seconds"), git_revision=_git_revision(cwd))
         run_id = RunRecord.run_id_for(stages)
         path = self.root / "runs.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Read-modify-write of the whole ledger: one writer at a time, and an atomic replace so readers never
-        # see half a ledger.
-        with open(path.with_name(path.name + ".lock"), "a+b") as lock:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        with exclusive_update(path):
             runs = self.runs()
             known = next((r for r in runs if r.run_id == run_id), None)
             seen = [*(known.seen if known else []), occurrence]
@@ -351,6 +312,40 @@ class Store:
             if line.strip():
                 out.append(orjson.loads(line))
         return out
+
+
+def _read_stored_manifest(path: Path, digest: str) -> tuple[StageManifest | None, str | None]:
+    """(manifest, None) when `path` holds a manifest whose digest is `digest`, else (None, what is wrong).
+    The one check behind both reading the store and `Store.verify`."""
+    try:
+        m = StageManifest.model_validate(read_json(path))
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable ({type(exc).__name__})"
+    if m.digest() != digest:
+        return None, "its content does not match the digest in its name"
+    return m, None
+
+
+def _read_pointer(path: Path, identity: str) -> tuple[str | None, str | None]:
+    """(manifest digest, None) when `path` points `identity` at a stored manifest, else (None, what is wrong).
+
+    A store written before pointers held the whole manifest here: that is trusted only as far as its digest,
+    whose by-digest copy is checked against its name when it is read."""
+    try:
+        raw = read_json(path)
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable ({type(exc).__name__})"
+    if not isinstance(raw, dict) or raw.get("identity") != identity:
+        return None, "names another identity, or none"
+    if set(raw) == {"identity", "manifest"}:
+        d = raw["manifest"]
+        if isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d):
+            return d, None
+        return None, "not a pointer to a stored manifest"
+    try:
+        return StageManifest.model_validate(raw).digest(), None
+    except ValueError:
+        return None, "neither a pointer nor a manifest of this identity"
 
 
 def _git(args: list[str], cwd: Path | None) -> str | None:
