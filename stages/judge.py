@@ -15,7 +15,7 @@ from novelty_audit.artifacts import (
     execute_stage,
 )
 from novelty_audit.errors import IncompleteStageError
-from novelty_audit.judges import JudgeMap, build_judges, failed_calls, failure_line, judge_stage_inputs, run_judges
+from novelty_audit.judges import JudgeMap, build_judges, failure_line, judge_stage_inputs, run_judges
 from novelty_audit.params import Params, section_payload
 
 UPSTREAM: tuple[str, ...] = ("pin",)
@@ -39,9 +39,8 @@ def run(
 
     def compute(tmp: Path) -> StageResult:
         run_ = run_judges(params.judge, pin_dir, built, tmp, map_judges=map_judges)
-        failed = failed_calls(tmp)
         return StageResult(
-            outputs=KEYS, summary=run_.summary, facts=run_.facts, complete=not failed, incomplete_reason=failure_line(failed)
+            outputs=KEYS, summary=run_.summary, facts=run_.facts, complete=not run_.failed, incomplete_reason=failure_line(run_.failed)
         )
 
     try:

@@ -46,6 +46,8 @@ class JudgeRun:
 
     summary: dict[str, Any] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)
+    failed: Counter[str] = field(default_factory=Counter)
+    """Failed calls by reason, over the judges whose errors a rerun can fix (see `failed_calls`)."""
 
 
 def prompts_dir() -> Path:
@@ -159,6 +161,7 @@ def run_judges(jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, m
         point_rows.extend(out.pointwise)
         result.facts[judge.name] = {**out.facts, "seconds": round(time.perf_counter() - started, 4)}
         result.summary[judge.name] = _summary(out)
+        result.failed.update(failed_calls(judge, [*out.pairwise, *out.pointwise]))
     verdicts = pl.DataFrame(pair_rows, schema=PAIRWISE_SCHEMA) if pair_rows else pl.DataFrame(schema=PAIRWISE_SCHEMA)
     pointwise = pl.DataFrame(point_rows, schema=POINTWISE_SCHEMA) if point_rows else pl.DataFrame(schema=POINTWISE_SCHEMA)
     judges = pl.DataFrame([judges_row(j) for j in built.judges], schema=JUDGES_SCHEMA) if built.judges else pl.DataFrame(schema=JUDGES_SCHEMA)
@@ -168,24 +171,14 @@ def run_judges(jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, m
     return result
 
 
-def failed_calls(out_dir: Path) -> Counter[str]:
-    """Failed calls by reason over the verdict rows in `out_dir`, judges whose errors a rerun can fix only.
-
-    An `import` judge's errors are votes recorded in its file, not calls: asking again cannot change them.
-    """
-    imported = set()
-    judges = Path(out_dir) / "judges.parquet"
-    if judges.exists():
-        jt = pl.read_parquet(judges)
-        if "backend" in jt.columns:
-            imported = set(jt.filter(pl.col("backend") == "import")["judge"].to_list())
+def failed_calls(judge: Judge, rows: Sequence[dict[str, Any]]) -> Counter[str]:
+    """Failed calls by reason in one judge's verdict rows; none for an `import` judge, whose errors are votes
+    recorded in its file, not calls: asking again cannot change them."""
     failed: Counter[str] = Counter()
-    for name in ("verdicts.parquet", "pointwise.parquet"):
-        path = Path(out_dir) / name
-        if not path.exists():
-            continue
-        rows = pl.read_parquet(path).filter(~pl.col("judge").is_in(sorted(imported)) & (pl.col("n_error") > 0))
-        for r in rows.iter_rows(named=True):
+    if judge.backend == "import":
+        return failed
+    for r in rows:
+        if r["n_error"] > 0:
             reasons = r.get("error_reasons") or []
             failed.update(reasons)
             if len(reasons) < r["n_error"]:
