@@ -1,36 +1,12 @@
 """execute_stage: identity decides reuse, outputs are published atomically, verify catches tampering."""
 
-from pathlib import Path
 
 import polars as pl
 import pytest
 
-from novelty_audit.artifacts import StageInput, StageResult, Store, execute_stage, verify_tree, write_table
+from demo_stage import run_demo as _run
 
-
-def _run(tmp_path: Path, calls: list, *, value: int = 1, fail: bool = False, force: bool = False):
-    src = tmp_path / "input.txt"
-    if not src.exists():
-        src.write_text("hello")
-
-    def compute(out: Path) -> StageResult:
-        calls.append(value)
-        write_table(out / "t.parquet", pl.DataFrame({"k": ["a", "b"], "v": [value, value + 1]}))
-        if fail:
-            raise RuntimeError("crash midway")
-        return StageResult(outputs={"t.parquet": ["k"]}, summary={"rows": 2})
-
-    return execute_stage(
-        "demo",
-        code_root="novelty_audit.artifacts",
-        params={"demo": {"value": value}},
-        inputs=[StageInput(src)],
-        out_dir=tmp_path / "artifacts" / "demo",
-        store=Store(tmp_path / "store"),
-        compute=compute,
-        workdir=tmp_path,
-        force=force,
-    )
+from novelty_audit.artifacts import Store, verify_tree
 
 
 def test_same_identity_reuses_outputs_without_computing(tmp_path):

@@ -9,36 +9,12 @@ import shutil
 from pathlib import Path
 
 import orjson
-import polars as pl
 import pytest
 
-from novelty_audit.artifacts import StageInput, StageResult, Store, execute_stage, load_manifest, write_table
+from demo_stage import run_demo as _run
+
+from novelty_audit.artifacts import Store, load_manifest
 from novelty_audit.errors import ManifestMismatchError
-
-
-def _run(tmp_path: Path, calls: list, *, complete: bool = True, force: bool = False):
-    src = tmp_path / "input.txt"
-    if not src.exists():
-        src.write_text("hello")
-
-    def compute(out: Path) -> StageResult:
-        calls.append(1)
-        write_table(out / "t.parquet", pl.DataFrame({"k": ["a", "b"], "v": [1, 2]}))
-        return StageResult(
-            outputs={"t.parquet": ["k"]}, summary={"rows": 2}, complete=complete, incomplete_reason=None if complete else "1 call failed: HTTP 500"
-        )
-
-    return execute_stage(
-        "demo",
-        code_root="novelty_audit.artifacts",
-        params={"demo": {"value": 1}},
-        inputs=[StageInput(src)],
-        out_dir=tmp_path / "artifacts" / "demo",
-        store=Store(tmp_path / "store"),
-        compute=compute,
-        workdir=tmp_path,
-        force=force,
-    )
 
 
 def _flip(path: Path, at: int | None = None) -> None:
