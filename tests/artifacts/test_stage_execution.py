@@ -1,6 +1,5 @@
 """execute_stage: identity decides reuse, outputs are published atomically, verify catches tampering."""
 
-
 import polars as pl
 import pytest
 
