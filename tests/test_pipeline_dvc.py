@@ -12,17 +12,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
+from project_copy import REPO, ignore_run_state
 
 from novelty_audit.artifacts import code_digest, declared_stages, load_manifest, uncovered_inputs
-
-REPO = Path(__file__).resolve().parents[1]
-TOP_LEVEL_SKIP = {".git", ".dvc", ".novelty-audit", "artifacts", "reports", "tests", "benchmarks", ".pytest_cache"}
-
-
-def _copy_ignore(directory: str, names: list[str]) -> set[str]:
-    # Skip run state at the top level only: novelty_audit/artifacts is a package, not run state.
-    top = TOP_LEVEL_SKIP if Path(directory) == REPO else set()
-    return {n for n in names if n in top or n == "__pycache__" or n.endswith(".egg-info")}
 
 
 def _sh(*cmd: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -33,7 +25,7 @@ def _sh(*cmd: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.C
 @pytest.fixture(scope="module")
 def repro(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess, subprocess.CompletedProcess]:
     root = tmp_path_factory.mktemp("clone") / "project"
-    shutil.copytree(REPO, root, ignore=_copy_ignore)
+    shutil.copytree(REPO, root, ignore=ignore_run_state)
     # Reuse the repository's embedding cache when there is one: embedding the corpus is slow and
     # the cache is keyed by (model, text digest), so sharing it cannot change a result.
     cache = REPO / ".novelty-audit" / "cache" / "embeddings"
@@ -110,7 +102,7 @@ def _write_params(root: Path, judges: dict, **judge_section) -> None:
 @pytest.fixture
 def small(tmp_path: Path) -> Path:
     root = tmp_path / "project"
-    shutil.copytree(REPO, root, ignore=_copy_ignore)
+    shutil.copytree(REPO, root, ignore=ignore_run_state)
     doc = yaml.safe_load((root / "dvc.yaml").read_text())
     doc["stages"] = {n: doc["stages"][n] for n in ("pin", "judge")}
     doc.pop("plots", None)

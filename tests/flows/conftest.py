@@ -9,18 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-REPO = Path(__file__).resolve().parents[2]
-_TOP_LEVEL_SKIP = {".git", ".dvc", ".novelty-audit", "artifacts", "reports", "tests", "benchmarks", ".pytest_cache"}
-_ANYWHERE_SKIP = shutil.ignore_patterns("__pycache__", "*.egg-info", ".pytest_cache")
-
-
-def _ignore(directory: str, names: list[str]) -> set[str]:
-    # Top-level names only: novelty_audit/artifacts is code, ./artifacts is pipeline output.
-    skip = set(_ANYWHERE_SKIP(directory, names))
-    if Path(directory).resolve() == REPO:
-        skip |= _TOP_LEVEL_SKIP & set(names)
-    return skip
+from project_copy import REPO, ignore_run_state
 
 
 @pytest.fixture(scope="session")
@@ -45,8 +34,8 @@ def prefect_api() -> Iterator[None]:
 
 
 def copy_project(dest: Path) -> Path:
-    """A copy of the repository's project files (no store, no artifacts, no git) at `dest`."""
-    shutil.copytree(REPO, dest, ignore=_ignore)
+    """A copy of the repository's project files (no store, artifacts, dvc.lock or git) at `dest`."""
+    shutil.copytree(REPO, dest, ignore=ignore_run_state)
     # Embedding the prior-work corpus is slow and its cache is keyed by (model, text digest):
     # sharing it cannot change a result.
     cache = REPO / ".novelty-audit" / "cache" / "embeddings"

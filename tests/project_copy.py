@@ -1,0 +1,22 @@
+"""Copying the repository's project files into a test project, without any run state of this checkout."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+RUN_STATE = {".git", ".dvc", "dvc.lock", ".novelty-audit", "artifacts", "reports", "tests", "benchmarks", ".pytest_cache"}
+"""Top-level names that are a checkout's own state or not project files. dvc.lock is among them: it records
+this checkout's `dvc repro` (the README's first command), which a fresh test project must not inherit."""
+
+_ANYWHERE = shutil.ignore_patterns("__pycache__", "*.egg-info", ".pytest_cache")
+
+
+def ignore_run_state(directory: str, names: list[str]) -> set[str]:
+    """`shutil.copytree` ignore function: run state at the top level only (novelty_audit/artifacts is a package)."""
+    skip = set(_ANYWHERE(directory, names))
+    if Path(directory).resolve() == REPO:
+        skip |= RUN_STATE & set(names)
+    return skip
