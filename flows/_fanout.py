@@ -26,8 +26,9 @@ under a file lock, so the cap holds across threads and worker processes alike.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from novelty_audit.artifacts import Store
 from novelty_audit.errors import require
 from novelty_audit.judges import Budget, JudgeMap, JudgeOutput, JudgeParams, PairItem, PointItem
+from novelty_audit.judges.distance import ShardJob, embed_shard
 from novelty_audit.orchestration import (
     JudgeChunk,
     chunkable,
@@ -108,18 +110,54 @@ def ensure_limits(backends: Sequence[str], fp: FlowsParams) -> None:
 
 @task(name="judge-chunk", task_run_name="{chunk.judge}#{chunk.index}", cache_policy=NO_CACHE)
 def judge_chunk(
-    jp: JudgeParams, store_root: str, chunk: JudgeChunk, limit: str, rate: str | None, budget: Budget | None = None
+    jp: JudgeParams,
+    store_root: str,
+    chunk: JudgeChunk,
+    limit: str,
+    rate: str | None,
+    budget: Budget | None = None,
+    shared_cache: str | None = None,
+    shared_cache_options: dict[str, Any] | None = None,
 ) -> JudgeOutput:
     """Answer one chunk of an API judge while holding a slot of its backend's global limit."""
     with concurrency(limit, occupy=1, strict=True):
         if rate:
             rate_limit(rate, occupy=1, strict=True)
-        out = run_chunk(jp, store_root, chunk, budget)
+        out = run_chunk(
+            jp, store_root, chunk, budget, shared_cache=shared_cache, shared_cache_options=shared_cache_options
+        )
     get_run_logger().info(
         "%s#%d: %d pairs, %d ideas, calls %s, cache hits %s",
         chunk.judge, chunk.index, len(chunk.pairs), len(chunk.points), out.facts.get("calls", 0), out.facts.get("cache_hits", 0),
     )  # fmt: skip
     return out
+
+
+@task(name="embed-shard", task_run_name="embed-shard-{job.shard.index}", cache_policy=NO_CACHE)
+def embed_shard_task(job: ShardJob) -> int:
+    """Embed one corpus shard into the shared embedding cache (a no-op when another run stored it)."""
+    n = embed_shard(job)
+    get_run_logger().info("embedding shard %d: %d texts stored", job.shard.index, n)
+    return n
+
+
+@contextlib.contextmanager
+def forward_progress(logger: Any) -> Iterator[None]:
+    """Progress lines of long library steps (`novelty_audit.progress`, e.g. corpus embedding) go to the run log."""
+
+    class _Forward(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            logger.info("%s", record.getMessage())
+
+    source = logging.getLogger("novelty_audit.progress")
+    handler, level = _Forward(logging.INFO), source.level
+    source.addHandler(handler)
+    source.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        source.removeHandler(handler)
+        source.setLevel(level)
 
 
 def judge_map(params: Params) -> JudgeMap:
@@ -140,20 +178,42 @@ def judge_map(params: Params) -> JudgeMap:
         for judge in judges:
             _ = judge.code_digest
         with contextlib.ExitStack() as stack:
+            runner: TaskRunner | None = None
+
+            def started() -> TaskRunner:
+                nonlocal runner
+                if runner is None:
+                    runner = stack.enter_context(make_task_runner(fp))
+                return runner
+
+            def shard_map(jobs: list[ShardJob]) -> Iterator[int]:
+                logger.info("corpus embedding: %d shard(s) on the %s task runner", len(jobs), fp.task_runner)
+                futs = [started().submit(embed_shard_task, parameters={"job": job}) for job in jobs]
+                for fut in futs:
+                    yield fut.result()
+
+            # Distance judges' corpora: missing embedding shards fan out over the task runner (a runner is
+            # started only when a shard is missing); the judges below then read every shard from the cache.
+            for judge in judges:
+                prepare = getattr(judge, "prepare_corpus", None)
+                if callable(prepare):
+                    prepare(map_shards=shard_map)
             if remote:
                 # One cap for the whole run: the stage's budget keeps its state in the store (flock'd), and a
                 # pickled copy on a worker process draws on the same file.
                 budgets = {j.name: getattr(j.ctx, "budget", None) for j in judges}
                 ensure_limits([chunks[i].backend for i in remote], fp)
                 logger.info("judge fan-out: %d API chunk(s) on the %s task runner", len(remote), fp.task_runner)
-                runner = stack.enter_context(make_task_runner(fp))
+                started()
                 for i in remote:
                     limit, rate = limit_names(chunks[i].backend, fp)
-                    futures[i] = runner.submit(
+                    futures[i] = started().submit(
                         judge_chunk,
                         parameters={
                             "jp": jp, "store_root": store_root, "chunk": chunks[i], "limit": limit, "rate": rate,
                             "budget": budgets.get(chunks[i].judge),
+                            "shared_cache": params.store.shared_cache,
+                            "shared_cache_options": params.store.shared_cache_options,
                         },
                     )
             # Local judges (controls, distance, GGUF) call no service and are costly to rebuild elsewhere:

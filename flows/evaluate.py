@@ -23,7 +23,7 @@ from novelty_audit.orchestration import RunSummary, StageOutcome, record_in_dvc,
 from novelty_audit.params import load_params
 from novelty_audit.pipeline import run_stage, stage_order
 
-from ._fanout import judge_map
+from ._fanout import forward_progress, judge_map
 
 # Stage name → the hooks its `run` accepts for orchestration (how work runs, never what it yields).
 STAGE_HOOKS = {"judge": lambda params: {"map_judges": judge_map(params)}}
@@ -44,7 +44,8 @@ def stage_task(
     hooks = STAGE_HOOKS[name](params) if fan_out and name in STAGE_HOOKS else None
     seen = len(store.run_facts(name))
     started = time.perf_counter()
-    manifest = run_stage(name, params_path=params_path, dvc_yaml=dvc_yaml, force=force, hooks=hooks)
+    with forward_progress(logger):
+        manifest = run_stage(name, params_path=params_path, dvc_yaml=dvc_yaml, force=force, hooks=hooks)
     outcome = StageOutcome.from_facts(name, store.run_facts(name)[seen:], time.perf_counter() - started)
     if outcome.skipped:
         logger.info("%s: skipped, identity %s unchanged (outputs reused)", name, manifest.identity[:16])

@@ -41,6 +41,10 @@ def stage(
         Optional[float],
         typer.Option("--wait", help="seconds to wait while another run holds the stage's lock (default 300, or NOVELTY_AUDIT_LOCK_TIMEOUT)"),
     ] = None,
+    limit: Annotated[
+        Optional[int],
+        typer.Option("--limit", min=1, help="judge stage only: judge a seeded subset of N pairs per dataset (overrides judge.limit for this run)"),
+    ] = None,
 ) -> None:
     """Run one pipeline stage (what dvc.yaml calls)."""
     import os
@@ -50,8 +54,16 @@ def stage(
 
     if wait is not None:
         os.environ[LOCK_TIMEOUT_ENV] = str(wait)  # this process only: the stage reads it when it takes the lock
-    m = run_stage(name, params_path=params, force=force)
+    if limit is not None and name != "judge":
+        from .errors import ConfigError
+
+        raise ConfigError(f"--limit applies to the judge stage only, not '{name}'", hint="set judge.limit in params.yaml, or run `stage judge --limit N`")
+    m = run_stage(name, params_path=params, force=force, hooks={"limit": limit} if limit is not None else None)
     out.print(f"[bold]{m.stage}[/] identity {m.identity[:16]} · {len(m.outputs)} outputs")
+    if isinstance(m.summary, dict) and m.summary.get("subset"):
+        sub = m.summary["subset"]
+        counts = ", ".join(f"{ds} {c['pairs']}/{c['of_pairs']} pairs" for ds, c in sub["datasets"].items())
+        out.print(f"subset: judge.limit {sub['limit']} (seed {sub['seed']}): {counts}")
     if not m.complete:
         err.print(f"[yellow]incomplete:[/] {m.incomplete_reason} (the next run asks the failed calls again)")
 
@@ -160,16 +172,25 @@ def manifest(
 
 @app.command()
 def audit(
-    from_run: Annotated[Optional[str], typer.Option("--from", help="RUN: run id or git revision (default: the run before --to)")] = None,
-    to_run: Annotated[Optional[str], typer.Option("--to", help="RUN: run id, git revision or `current` (default: the latest run)")] = None,
+    from_run: Annotated[Optional[str], typer.Option("--from", help="RUN: run id, git revision, ISO date/time, age (7d) (default: the run before --to)")] = None,
+    to_run: Annotated[Optional[str], typer.Option("--to", help="RUN: as --from, or `current` (default: the latest run)")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="window up to now: 7d, 12h, 2w or an ISO date")] = None,
+    at: Annotated[Optional[str], typer.Option("--at", help="one day (UTC), e.g. 2026-11-20")] = None,
+    dataset: Annotated[Optional[str], typer.Option("--dataset", help="only this dataset")] = None,
+    judge: Annotated[Optional[str], typer.Option("--judge", help="only this judge")] = None,
+    pair: Annotated[Optional[str], typer.Option("--pair", help="only this item (pair id, idea id or paper id)")] = None,
+    cause: Annotated[Optional[str], typer.Option("--cause", help="dataset|config|evidence|harness|provider|spurious")] = None,
+    status: Annotated[Optional[str], typer.Option("--status", help="unadjudicated|correct|incorrect|unclear|not-adjudicable")] = None,
+    group: Annotated[Optional[str], typer.Option("--group", help="only this group id")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="print Markdown source")] = False,
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Why each verdict changed between two runs: config, evidence, harness, provider, spurious or dataset."""
-    from .audit import audit_project
+    from .audit import AuditFilters, audit_project
 
-    report = audit_project(params, from_run, to_run)
+    filters = AuditFilters(dataset=dataset, judge=judge, pair=pair, cause=cause, status=status, group=group)
+    report = audit_project(params, from_run, to_run, filters=filters, since=since, at=at)
     if as_json:
         _json(report.result.to_json())
     elif markdown:
@@ -230,6 +251,34 @@ def flips(
 
 
 @app.command()
+def export(
+    what: Annotated[str, typer.Argument(help="verdicts (one judge's pairwise verdicts) | gold (every pair's gold idea)")],
+    judge: Annotated[Optional[str], typer.Option("--judge", help="the judge (params.yaml judge.judges name); verdicts only")] = None,
+    dataset: Annotated[Optional[str], typer.Option("--dataset", help="one dataset (ids are then pair ids; else <dataset>/<pair id>)")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", help="csv | jsonl (default: from --out, else csv)")] = None,
+    out_path: Annotated[Optional[Path], typer.Option("--out", help="file to write (default: <judge|gold>[-<dataset>].<format>)")] = None,
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Write the judge stage's verdicts as an id,verdict file that `flips` and `quality` read."""
+    from .errors import BadInputError
+    from .metrics import export_gold, export_verdicts
+    from .params import load_params
+
+    if what not in ("verdicts", "gold"):
+        raise BadInputError(f"export {what}: expected verdicts or gold")
+    if (what == "verdicts") != (judge is not None):
+        raise BadInputError("export verdicts needs --judge; export gold takes no --judge")
+    table = Path(load_params(params).store.artifacts) / "judge" / "verdicts.parquet"
+    target = out_path or Path(f"{judge or 'gold'}{f'-{dataset}' if dataset else ''}.{fmt or 'csv'}")
+    if what == "verdicts":
+        r = export_verdicts(table, target, judge=judge, dataset=dataset, fmt=fmt)  # type: ignore[arg-type]
+    else:
+        r = export_gold(table, target, dataset=dataset, fmt=fmt)
+    _emit(r, as_json)
+
+
+@app.command()
 def quality(
     prediction: Annotated[Path, typer.Argument(help="CSV (id,verdict) or JSONL predictions")],
     reference: Annotated[Path, typer.Option("--reference", help="reference labels (id,verdict)")],
@@ -250,23 +299,57 @@ def quality(
 
 @app.command()
 def adjudicate(
-    dataset: Annotated[str, typer.Argument(help="dataset of the change")],
-    judge: Annotated[str, typer.Argument(help="judge of the change")],
-    pair: Annotated[str, typer.Argument(help="pair id of the change")],
-    from_verdict: Annotated[str, typer.Option("--from", help="verdict before (idea id, tie or none)")],
-    to_verdict: Annotated[str, typer.Option("--to", help="verdict after (idea id, tie or none)")],
-    decision: Annotated[str, typer.Option("--decision", help="correct | incorrect | unclear")],
-    who: Annotated[str, typer.Option("--who", help="who decided")],
+    dataset: Annotated[Optional[str], typer.Argument(help="dataset of the change")] = None,
+    judge: Annotated[Optional[str], typer.Argument(help="judge of the change")] = None,
+    pair: Annotated[Optional[str], typer.Argument(help="item of the change (pair id, idea id or paper id)")] = None,
+    from_verdict: Annotated[Optional[str], typer.Option("--from", help="verdict before (idea id, tie or none)")] = None,
+    to_verdict: Annotated[Optional[str], typer.Option("--to", help="verdict after (idea id, tie or none)")] = None,
+    decision: Annotated[str, typer.Option("--decision", help="correct | incorrect | unclear")] = "",
+    who: Annotated[str, typer.Option("--who", help="who decided")] = "",
     reason: Annotated[str, typer.Option("--reason", help="why")] = "",
+    group: Annotated[Optional[str], typer.Option("--group", help="decide every change of this group (instead of DATASET JUDGE PAIR)")] = None,
+    from_run: Annotated[Optional[str], typer.Option("--from-run", help="audited runs, as `audit --from`")] = None,
+    to_run: Annotated[Optional[str], typer.Option("--to-run", help="audited runs, as `audit --to`")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="audited runs, as `audit --since`")] = None,
+    at: Annotated[Optional[str], typer.Option("--at", help="audited runs, as `audit --at`")] = None,
     when: Annotated[Optional[str], typer.Option("--when", help="ISO date or time (default: today, UTC)")] = None,
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
-    """Append a decision on an evidence change to the adjudication file (params.yaml audit.adjudications)."""
-    from .audit import adjudicate as append
+    """Decide an evidence change (or a whole group) of the audit; the row is bound to the change's evidence."""
+    from .audit import adjudicate as decide
+    from .audit import adjudicate_group
+    from .errors import BadInputError
 
-    path = append(params, dataset=dataset, judge=judge, pair=pair, from_verdict=from_verdict, to_verdict=to_verdict,
-                  decision=decision, reason=reason, who=who, when=when)
-    out.print(f"appended to {path}")
+    runs = {"from_run": from_run, "to_run": to_run, "since": since, "at": at}
+    if group is not None and dataset is None:
+        rows = adjudicate_group(params, group, decision=decision, reason=reason, who=who, when=when, **runs)
+    else:
+        missing = [n for n, v in (("DATASET", dataset), ("JUDGE", judge), ("PAIR", pair), ("--from", from_verdict),
+                                  ("--to", to_verdict)) if v is None]
+        if missing:
+            raise BadInputError(f"adjudicate: missing {', '.join(missing)}", hint="give DATASET JUDGE PAIR --from X --to Y, or --group ID")
+        rows = decide(params, dataset=dataset or "", judge=judge or "", pair=pair or "", from_verdict=from_verdict or "",
+                      to_verdict=to_verdict or "", decision=decision, reason=reason, who=who, group=group, when=when, **runs)
+    from .params import load_params
+
+    path = load_params(params).audit.adjudications
+    out.print(f"appended {len(rows)} decision(s) to {path}")
+
+
+@app.command()
+def review(
+    port: Annotated[int, typer.Option("--port", help="port on 127.0.0.1 (0: any free port)")] = 8765,
+    host: Annotated[str, typer.Option("--host", help="only 127.0.0.1 is accepted: the page can append decisions")] = "127.0.0.1",
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Serve the audit review page on 127.0.0.1: filter changes, read the evidence, adjudicate (Ctrl-C stops)."""
+    from .review import serve
+
+    def ready(url: str) -> None:
+        # print + flush: a test (or a script) waits for this line to learn the port.
+        print(f"review page: {url}  (Ctrl-C stops)", flush=True)
+
+    serve(params, port=port, host=host, on_ready=ready)
 
 
 def _terminate(signum: int, frame: object) -> None:

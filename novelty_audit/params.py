@@ -46,13 +46,32 @@ class StoreParams(Frozen):
     """Content-addressed store: objects, stored manifests, run log, runs ledger, call caches."""
     artifacts: str = "artifacts"
     """Where stage output directories live (one per stage, as declared in dvc.yaml)."""
+    shared_cache: str | None = None
+    """A call cache shared by a team (fsspec URL: a directory, s3://bucket/prefix, gs://bucket/prefix) under the
+    local one: calls found there are not paid again. Where answers are kept never decides them, so this is not
+    in any stage identity (docs/design/cache.md)."""
+    shared_cache_options: dict[str, Any] = Field(default_factory=dict)
+    """fsspec options of that filesystem without secrets (e.g. {endpoint_url: http://minio:9000}); credentials
+    come from the environment (AWS_ACCESS_KEY_ID, ...)."""
+
+    @model_validator(mode="after")
+    def _no_secret_options(self) -> "StoreParams":
+        words = ("secret", "password", "token", "key", "credential")
+        bad = sorted(k for k in self.shared_cache_options if any(w in k.lower() for w in words))
+        if bad:
+            raise ValueError(
+                f"store.shared_cache_options.{bad[0]}: secrets are read from the environment only, never from params.yaml "
+                "(e.g. AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY for s3://)"
+            )
+        return self
 
 
 class DatasetPin(Frozen):
     """One benchmark split and where it comes from."""
 
-    source: Literal["yaml", "parquet", "hf"] = "yaml"
-    """yaml/parquet: a local file with the benchmark schema; hf: the Hub release at a pinned revision."""
+    source: Literal["yaml", "parquet", "hf", "novbench"] = "yaml"
+    """yaml/parquet: a local file with the benchmark schema; hf: the Hub release at a pinned revision;
+    novbench: a NovBench-format JSON file (papers for the generative `review` task, docs/design/novbench.md)."""
     path: str
     """Local file (yaml/parquet), or for hf the local cache path the pinned Parquet file is stored at."""
     sha256: str

@@ -16,6 +16,9 @@ from novelty_audit.artifacts import (
 )
 from novelty_audit.errors import IncompleteStageError
 from novelty_audit.judges import JudgeMap, build_judges, failure_line, judge_stage_inputs, run_judges
+from novelty_audit.judges._budget import Budget
+from novelty_audit.novbench._generate import REVIEW_KEYS
+from novelty_audit.novbench._review import build as build_review_generators, review_inputs, run_reviews, write_reviews
 from novelty_audit.params import Params, section_payload
 
 UPSTREAM: tuple[str, ...] = ("pin",)
@@ -23,24 +26,50 @@ KEYS = {
     "verdicts.parquet": ["dataset", "judge", "pair_id"],
     "pointwise.parquet": ["dataset", "judge", "idea_id"],
     "judges.parquet": ["judge"],
+    "reviews.parquet": REVIEW_KEYS,
 }
 
 
 def run(
-    params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None, force: bool = False, map_judges: JudgeMap | None = None
+    params: Params,
+    out_dir: Path,
+    *,
+    inputs: dict[str, Path] | None = None,
+    force: bool = False,
+    map_judges: JudgeMap | None = None,
+    limit: int | None = None,
 ) -> StageManifest:
     """Judge the pinned pairs and pointwise ideas of `params.judge.datasets` with every enabled judge.
 
     `map_judges` lets an orchestrator (flows/) fan the judges' work out as tasks; the outputs are the same.
+    `limit` (CLI `--limit N`) overrides `judge.limit` for this run. Unlike map_judges it changes *what* is
+    computed, so it enters the params payload: the run has its own identity, and its outputs say so.
     """
+    if limit is not None:
+        params = params.model_copy(update={"judge": params.judge.model_copy(update={"limit": limit})})
     pin_dir = Path((inputs or {}).get("pin", Path(params.store.artifacts) / "pin"))
-    built = build_judges(params.judge, store_root=params.store.root)
-    extra = judge_stage_inputs(params.judge, pin_dir, built)
+    # NovBench datasets (pin source novbench) are judged only by the review task's generators.
+    novbench = sorted(n for n, p in params.pin.datasets.items() if p.source == "novbench")
+    if set(params.judge.datasets) & set(novbench):
+        params = params.model_copy(update={"judge": params.judge.model_copy(update={"datasets": [d for d in params.judge.datasets if d not in novbench]})})
+    budget = Budget.for_run(params.judge.budget_usd, params.store.root)  # one cap for judges and review generators
+    generators = build_review_generators(params.judge, store_root=params.store.root, budget=budget)
+    review_ds = novbench if generators else []
+    built = build_judges(
+        params.judge, store_root=params.store.root, budget=budget,
+        shared_cache=params.store.shared_cache, shared_cache_options=params.store.shared_cache_options,
+    )  # fmt: skip
+    extra = judge_stage_inputs(params.judge, pin_dir, built) + review_inputs(pin_dir, review_ds, generators)
 
     def compute(tmp: Path) -> StageResult:
         run_ = run_judges(params.judge, pin_dir, built, tmp, map_judges=map_judges)
+        reviews = run_reviews(params.judge, pin_dir, review_ds, generators)
+        write_reviews(reviews, tmp, judges_table=tmp / "judges.parquet")
+        summary = {**run_.summary, **({"review": reviews.summary} if generators else {})}
+        facts = {**run_.facts, **({"review": reviews.facts} if reviews.facts else {})}
+        failed = run_.failed + reviews.failed
         return StageResult(
-            outputs=KEYS, summary=run_.summary, facts=run_.facts, complete=not run_.failed, incomplete_reason=failure_line(run_.failed)
+            outputs=KEYS, summary=summary, facts=facts, complete=not failed, incomplete_reason=failure_line(failed)
         )
 
     try:
@@ -57,6 +86,8 @@ def run(
     finally:
         for j in built.judges:
             j.close()
+        for g in generators:
+            g.close()
     if not manifest.complete and params.judge.on_error == "fail":
         raise IncompleteStageError(
             f"judge: {manifest.incomplete_reason}; the outputs are published, marked incomplete",

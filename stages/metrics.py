@@ -28,6 +28,7 @@ from novelty_audit.artifacts import (
 )
 from novelty_audit.errors import ManifestMismatchError
 from novelty_audit.metrics import compute_metrics
+from novelty_audit.novbench._stage import NOVBENCH_OUTPUTS, novbench_inputs, resolve_fluency, score_reviews
 from novelty_audit.params import Params, section_payload
 
 UPSTREAM: tuple[str, ...] = ("judge",)
@@ -54,6 +55,9 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         )
     optional = [judge_dir / n for n in ("pointwise.parquet", "judges.parquet")]
     files = [verdicts_path] + [p for p in optional if p.exists()]
+    pin_dir = Path(params.store.artifacts) / "pin"
+    novbench_files = novbench_inputs(judge_dir, pin_dir)  # reviews.parquet + the pinned references it is scored against
+    lm, lm_reason = resolve_fluency(params.store.root, params.metrics.novbench_clarity_lm) if novbench_files else (None, "no NovBench reviews")
 
     def compute(tmp: Path) -> StageResult:
         def maybe(name: str) -> pl.DataFrame | None:
@@ -61,7 +65,13 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
             return pl.read_parquet(p) if p.exists() else None
 
         tables = compute_metrics(pl.read_parquet(verdicts_path), maybe("pointwise.parquet"), maybe("judges.parquet"), params.metrics)
-        write_json(tmp / "metrics.json", tables.as_json())
+        # NovBench generators (the review task) under their own dataset names (novelty_audit/novbench).
+        nb = score_reviews(judge_dir, pin_dir, params.metrics, params.store.root, fluency=(lm, lm_reason)) if novbench_files else None
+        nb_metrics = nb.metrics if nb else {}
+        write_json(tmp / "metrics.json", {**tables.as_json(), **nb_metrics})
+        if nb is not None:  # only a judge stage with a reviews table has NovBench outputs
+            write_json(tmp / "novbench.json", nb.details)
+            write_table(tmp / "novbench_papers.parquet", nb.papers)
         write_json(tmp / "definitions.json", tables.definitions)
         for name, df in (
             ("metrics", tables.metrics),
@@ -80,13 +90,14 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
             }
             for ds in sorted(tables.metrics["dataset"].unique().to_list())
         }
-        return StageResult(outputs=dict(KEYS), summary=summary)
+        summary.update({ds: {"generators": len(gens)} for ds, gens in nb_metrics.items()})
+        return StageResult(outputs={**KEYS, **(NOVBENCH_OUTPUTS if novbench_files else {})}, summary=summary)
 
     manifest = execute_stage(
         "metrics",
         code_root="stages.metrics",
-        params=section_payload(params, "metrics"),
-        inputs=[StageInput(p, key=k) for p, k in zip(files, _keys(files))],
+        params={**section_payload(params, "metrics"), **({"novbench_clarity_lm": lm.name if lm else lm_reason} if novbench_files else {})},
+        inputs=[StageInput(p, key=k) for p, k in zip(files, _keys(files))] + [StageInput(p, key=_NOVBENCH_KEYS.get(p.name)) for p in novbench_files],
         out_dir=out_dir,
         store=Store(params.store.root),
         compute=compute,
@@ -94,6 +105,15 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
     )
     publish_copy(Path(out_dir) / "metrics.json", params.metrics.report)
     return manifest
+
+
+_NOVBENCH_KEYS = {
+    "reviews.parquet": ["dataset", "judge", "paper_id"],
+    "papers.parquet": ["paper_id"],
+    "sentences.parquet": ["sentence_id"],
+    "reference_items.parquet": ["item_id"],
+    "retrieved.parquet": ["paper_id", "rank"],
+}
 
 
 def _keys(files: list[Path]) -> list[list[str] | None]:

@@ -24,7 +24,7 @@ from novelty_audit.artifacts import (
 )
 from novelty_audit.errors import BadInputError
 from novelty_audit.params import Params, section_payload
-from novelty_audit.pools import build_pools, pools_prompt_files
+from novelty_audit.pools import build_pools, pools_input_files, pools_prompt_files
 
 UPSTREAM: tuple[str, ...] = ("pin", "signals")
 TABLES = {
@@ -61,8 +61,7 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         StageInput(sig_files["scores.json"]),
         *(StageInput(p, key=["idea_id" if t == "ideas" else "pair_id"]) for (ds, t), p in sorted(pin_files.items())),
     ]
-    if pp.generated.source == "jsonl" and pp.generated.file is not None:
-        stage_inputs.append(StageInput(Path(pp.generated.file.path)))
+    stage_inputs += [StageInput(p) for p in pools_input_files(pp)]  # title blocklist, generated jsonl
     stage_inputs += [StageInput(p) for p in pools_prompt_files(pp)]  # a sent prompt decides the answers
 
     def compute(tmp: Path) -> StageResult:

@@ -1,33 +1,101 @@
-"""The verdict-change audit: why each verdict changed between two runs, and people's adjudications."""
+"""The verdict-change audit: why each verdict changed between two runs, the decisive evidence, and people's
+adjudications bound to that evidence (docs/design/audit.md)."""
 
 from ..config import AuditParams
-from ._adjudicate import ADJUDICATION_FIELDS, append_adjudication, index_adjudications, load_adjudications
-from ._api import AuditReport, adjudicate, audit_project, audit_since_last_run
-from ._classify import KEY, classify_changes, config_knobs
-from ._model import CAUSES, Adjudication, AdjudicationRecord, AuditResult, Change, Diff
-from ._render import audit_markdown
-from ._runs import CURRENT, RunSide, audit, audit_sides, current_run_id, current_side, latest_other_run, ledger_side
+from ._adjudicate import (
+    ADJUDICATION_FIELDS,
+    LEGACY_FIELDS,
+    AdjudicationIndex,
+    append_adjudication,
+    append_adjudications,
+    index_adjudications,
+    load_adjudications,
+)
+from ._api import (
+    AuditReport,
+    adjudicate,
+    adjudicate_group,
+    apply_filters,
+    audit_project,
+    audit_since_last_run,
+    list_runs,
+    refresh_latest_audit,
+)
+from ._classify import KEY, KIND_KEYS, classify_changes, config_knobs, word_diff
+from ._model import (
+    CAUSES,
+    DECISIONS,
+    KINDS,
+    STATUSES,
+    Adjudication,
+    AdjudicationRecord,
+    AuditFilters,
+    AuditResult,
+    Change,
+    Diff,
+    DocMove,
+    Evidence,
+    Group,
+    Membership,
+    Outcome,
+    TextDiff,
+)
+from ._render import audit_markdown, diff_text, outcome_text
+from ._runs import (
+    CURRENT,
+    RunSide,
+    audit,
+    audit_sides,
+    current_run_id,
+    current_side,
+    latest_other_run,
+    ledger_side,
+    parse_when,
+    run_at,
+    window,
+)
 
 __all__ = [
     "ADJUDICATION_FIELDS",
+    "LEGACY_FIELDS",
+    "AdjudicationIndex",
     "append_adjudication",
+    "append_adjudications",
     "index_adjudications",
     "load_adjudications",
     "AuditReport",
     "adjudicate",
+    "adjudicate_group",
+    "apply_filters",
     "audit_project",
     "audit_since_last_run",
+    "list_runs",
+    "refresh_latest_audit",
     "KEY",
+    "KIND_KEYS",
     "classify_changes",
     "config_knobs",
+    "word_diff",
     "CAUSES",
+    "DECISIONS",
+    "KINDS",
+    "STATUSES",
     "Adjudication",
     "AdjudicationRecord",
+    "AuditFilters",
     "AuditResult",
     "Change",
     "Diff",
+    "DocMove",
+    "Evidence",
+    "Group",
+    "Membership",
+    "Outcome",
+    "TextDiff",
     "AuditParams",
     "audit_markdown",
+    "diff_text",
+    "outcome_text",
     "CURRENT",
     "RunSide",
     "audit",
@@ -36,4 +104,7 @@ __all__ = [
     "current_side",
     "latest_other_run",
     "ledger_side",
+    "parse_when",
+    "run_at",
+    "window",
 ]

@@ -1,4 +1,4 @@
-"""What the audit returns: one `Change` per changed verdict, with its cause, and an `AuditResult`."""
+"""What the audit returns: one `Change` per changed verdict, with its cause and decisive evidence, and an `AuditResult`."""
 
 from __future__ import annotations
 
@@ -6,13 +6,40 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CAUSES", "Cause", "Status", "Diff", "AdjudicationRecord", "Adjudication", "Change", "AuditResult"]
+__all__ = [
+    "CAUSES",
+    "DECISIONS",
+    "KINDS",
+    "STATUSES",
+    "Cause",
+    "Status",
+    "Kind",
+    "Diff",
+    "Outcome",
+    "DocMove",
+    "TextDiff",
+    "Evidence",
+    "AdjudicationRecord",
+    "Adjudication",
+    "Change",
+    "Membership",
+    "Group",
+    "AuditFilters",
+    "AuditResult",
+]
 
 Cause = Literal["dataset", "config", "evidence", "harness", "provider", "spurious"]
 CAUSES: tuple[str, ...] = ("dataset", "config", "evidence", "harness", "provider", "spurious")
 """In precedence order: a change is attributed to the first cause whose digest moved."""
 
 Status = Literal["unadjudicated", "correct", "incorrect", "unclear", "not-adjudicable"]
+STATUSES: tuple[str, ...] = ("unadjudicated", "correct", "incorrect", "unclear", "not-adjudicable")
+DECISIONS: tuple[str, ...] = ("correct", "incorrect", "unclear")
+
+Kind = Literal["pairwise", "pointwise", "review"]
+KINDS: tuple[str, ...] = ("pairwise", "pointwise", "review")
+"""pairwise: verdicts.parquet (item = pair id); pointwise: pointwise.parquet (item = idea id);
+review: reviews.parquet (item = paper id)."""
 
 
 class _Frozen(BaseModel):
@@ -28,12 +55,74 @@ class Diff(_Frozen):
     after: Any = None
 
 
+class Outcome(_Frozen):
+    """One side's verdict as a person reads it."""
+
+    verdict: str | None
+    """idea id | tie | none (pairwise), POSITIVE | NEGATIVE | none (pointwise), label counts (review); null: absent."""
+    label: str
+    """The chosen idea's title, `tie`, `none`, the predicted label, the label counts, or `(absent)`."""
+    correct: bool | None = None
+    """Against gold; null when there is no gold (reviews) or no verdict on this side."""
+    scores: list[float | None] = Field(default_factory=list)
+    """[score_0, score_1] (pairwise), [score] (pointwise), [] (reviews)."""
+
+
+class DocMove(_Frozen):
+    """A document that entered or left the evidence a verdict rests on (neighbour set, retrieved documents)."""
+
+    slot: str
+    """idea_0 | idea_1 | idea: whose evidence it is."""
+    movement: Literal["entered", "left", "moved"]
+    """moved: the same document in both sets with another similarity or rank (listed only when none entered or left)."""
+    doc_id: str
+    title: str
+    year: int | None = None
+    source: str | None = None
+    rank_before: int | None = None
+    rank_after: int | None = None
+    similarity_before: float | None = None
+    similarity_after: float | None = None
+    decisive: bool = False
+    """It now decides the score: it entered (Yin: it is the new nearest neighbour), or, when nothing entered, it left."""
+
+
+class TextDiff(_Frozen):
+    """A word-level diff of an edited text (an idea the judge saw, or a generated review)."""
+
+    slot: str
+    """idea_0 | idea_1 | idea | review."""
+    idea_id: str | None = None
+    title: str | None = None
+    ops: list[tuple[str, str]] = Field(default_factory=list)
+    """("=", words) kept, ("-", words) removed, ("+", words) added, in text order."""
+
+
+class Evidence(_Frozen):
+    """What a person needs to decide an evidence change: documents in/out and text edits."""
+
+    docs: list[DocMove] = Field(default_factory=list)
+    text_diffs: list[TextDiff] = Field(default_factory=list)
+
+    @property
+    def decisive(self) -> list[DocMove]:
+        return [d for d in self.docs if d.decisive]
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "docs": [d.model_dump() for d in self.docs],
+            "decisive": [{"slot": d.slot, "doc_id": d.doc_id, "title": d.title, "year": d.year} for d in self.decisive],
+            "text_diffs": [t.model_dump() for t in self.text_diffs],
+        }
+
+
 class AdjudicationRecord(_Frozen):
     """One row of the adjudication file."""
 
     dataset: str
     judge: str
     pair: str
+    """The item id: pair id (pairwise), idea id (pointwise) or paper id (review)."""
     from_verdict: str
     to_verdict: str
     decision: Literal["correct", "incorrect", "unclear"]
@@ -42,9 +131,18 @@ class AdjudicationRecord(_Frozen):
     when: str
     row: int
     """1-based position in the file (data rows), so a reader can find it."""
+    evidence_before: str | None = None
+    evidence_after: str | None = None
+    """The change's evidence digests; None on rows written before decisions were bound to evidence (legacy)."""
+    group: str | None = None
+
+    @property
+    def bound(self) -> bool:
+        return bool(self.evidence_before and self.evidence_after)
 
     def public(self) -> dict[str, Any]:
-        return {"decision": self.decision, "reason": self.reason, "who": self.who, "when": self.when}
+        return {"decision": self.decision, "reason": self.reason, "who": self.who, "when": self.when, "row": self.row,
+                "group": self.group}
 
 
 class Adjudication(_Frozen):
@@ -59,42 +157,123 @@ class Adjudication(_Frozen):
 
 
 class Change(_Frozen):
-    """A verdict that differs between the two sides of an audit (or a pair present on one side only)."""
+    """A verdict that differs between the two sides of an audit (or an item present on one side only)."""
 
+    id: str
+    """Stable change id: digest of kind, key, verdicts and evidence digests before/after."""
+    kind: Kind = "pairwise"
     dataset: str
     judge: str
     pair: str
-    titles: tuple[str, str]
-    """Titles of the pair's two ideas (published slot order)."""
+    """The item id: pair id, idea id (pointwise) or paper id (review)."""
+    titles: tuple[str, ...]
+    """Titles of the item's ideas (pairwise: both, in published slot order) or of the paper."""
+    ideas: tuple[str, ...] = ()
+    """Idea ids in the same order as `titles` (empty for reviews)."""
+    gold: str | None = None
+    """The gold idea id (pairwise) or gold label (pointwise)."""
     before: str | None
-    """idea id | `tie` | `none`; null when the pair is absent on that side."""
+    """idea id | `tie` | `none` (pointwise: the label; review: the label counts); null when absent on that side."""
     after: str | None
+    outcome_before: Outcome
+    outcome_after: Outcome
     cause: Cause
     knobs: list[Diff] | None = None
     """config changes: the knobs whose values differ (from judges.parquet)."""
     inputs: list[Diff] | None = None
     """every other cause: the inputs whose digests differ (evidence parts, code, provider model, pair presence)."""
+    evidence: Evidence | None = None
+    """Decisive evidence (documents in/out, text diffs), on every change where the evidence moved."""
+    evidence_digests: tuple[str | None, str | None] = (None, None)
+    group: str | None = None
+    """Evidence changes from the same evidence delta (one document entering many neighbour sets, one idea edit)."""
     status: Status
     adjudication: Adjudication | None = None
+    unbound: list[AdjudicationRecord] = Field(default_factory=list)
+    """Legacy rows (no evidence digests) naming this change's key and verdicts: shown, never applied."""
+
+    @property
+    def gold_title(self) -> str | None:
+        """The gold idea's title (pairwise), or the gold label (pointwise)."""
+        if self.kind == "pairwise" and self.gold in self.ideas:
+            return self.titles[self.ideas.index(self.gold)]
+        return self.gold
 
     def public(self) -> dict[str, Any]:
         out: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind,
+            "group": self.group,
             "dataset": self.dataset,
             "judge": self.judge,
             "pair": self.pair,
             "titles": list(self.titles),
+            "ideas": list(self.ideas),
+            "gold": self.gold,
+            "gold_title": self.gold_title,
             "before": self.before,
             "after": self.after,
+            "outcome_before": self.outcome_before.model_dump(),
+            "outcome_after": self.outcome_after.model_dump(),
             "cause": self.cause,
             "status": self.status,
+            "evidence_digests": {"before": self.evidence_digests[0], "after": self.evidence_digests[1]},
         }
         if self.knobs is not None:
             out["knobs"] = [d.model_dump() for d in self.knobs]
         if self.inputs is not None:
             out["inputs"] = [d.model_dump() for d in self.inputs]
+        if self.evidence is not None:
+            out["evidence"] = self.evidence.public()
         if self.cause == "evidence":
             out["adjudication"] = self.adjudication.public() if self.adjudication else None
+            if self.unbound:
+                out["unbound_adjudications"] = [r.public() for r in self.unbound]
         return out
+
+
+class Membership(_Frozen):
+    """A judge (or one dataset of a judge) present on one side only: one line, not one `dataset` change per row."""
+
+    kind: Kind
+    judge: str
+    change: Literal["added", "removed"]
+    verdicts: int
+    dataset: str | None = None
+    """None: the judge is on one side only; else the judge is on both sides but this dataset of it only on one."""
+
+    def line(self) -> str:
+        noun = {"pairwise": "verdicts", "pointwise": "pointwise predictions", "review": "reviews"}[self.kind]
+        if self.dataset is None:
+            return f"judge {self.change}: {self.judge} ({self.verdicts} {noun})"
+        return f"dataset {self.change} for judge {self.judge}: {self.dataset} ({self.verdicts} {noun})"
+
+
+class Group(_Frozen):
+    """Evidence changes sharing one evidence delta."""
+
+    id: str
+    label: str
+    changes: list[str]
+    """Change ids."""
+    status: dict[str, int]
+
+
+class AuditFilters(_Frozen):
+    """Which changes to show; each field None = all. Values are matched exactly (cause/status from CAUSES/STATUSES)."""
+
+    dataset: str | None = None
+    judge: str | None = None
+    pair: str | None = None
+    cause: str | None = None
+    status: str | None = None
+    group: str | None = None
+
+    def active(self) -> dict[str, str]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+    def keep(self, ch: Change) -> bool:
+        return all(getattr(ch, k) == v for k, v in self.active().items())
 
 
 class AuditResult(_Frozen):
@@ -103,10 +282,17 @@ class AuditResult(_Frozen):
     from_run: str
     to_run: str
     compared: int
-    """(dataset, judge, pair) keys present on both sides."""
+    """Keys present on both sides (all kinds)."""
     unchanged_with_changed_digests: int
     """Keys whose verdict held although some digest (config, evidence, code, calls, provider model) moved."""
     changes: list[Change]
+    membership: list[Membership] = Field(default_factory=list)
+    filters: dict[str, str] = Field(default_factory=dict)
+    hidden: int = 0
+    """Changes left out by the filters."""
+    datasets: list[str] = Field(default_factory=list)
+    judges: list[str] = Field(default_factory=list)
+    """Datasets and judges present on either side (for validating adjudications)."""
 
     @property
     def summary(self) -> dict[str, int]:
@@ -115,12 +301,33 @@ class AuditResult(_Frozen):
             counts[ch.cause] += 1
         return {**counts, "unchanged_with_changed_digests": self.unchanged_with_changed_digests}
 
+    @property
+    def groups(self) -> list[Group]:
+        by: dict[str, list[Change]] = {}
+        for ch in self.changes:
+            if ch.group:
+                by.setdefault(ch.group, []).append(ch)
+        out = []
+        for gid, chs in sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            status: dict[str, int] = {}
+            for ch in chs:
+                status[ch.status] = status.get(ch.status, 0) + 1
+            out.append(Group(id=gid, label=group_label(chs), changes=[c.id for c in chs], status=dict(sorted(status.items()))))
+        return out
+
+    def change(self, change_id: str) -> Change | None:
+        return next((c for c in self.changes if c.id == change_id), None)
+
     def to_json(self) -> dict[str, Any]:
-        """The documented JSON shape: {from, to, summary: {cause: count}, changes: [...]}."""
+        """{from, to, summary: {cause: count}, membership, groups, filters, hidden, changes: [...]}."""
         return {
             "from": self.from_run,
             "to": self.to_run,
             "summary": self.summary,
+            "membership": [m.model_dump() | {"line": m.line()} for m in self.membership],
+            "groups": [g.model_dump() for g in self.groups],
+            "filters": dict(self.filters),
+            "hidden": self.hidden,
             "changes": [c.public() for c in self.changes],
         }
 
@@ -130,3 +337,23 @@ class AuditResult(_Frozen):
             if ch.cause == "evidence":
                 out[ch.status] = out.get(ch.status, 0) + 1
         return dict(sorted(out.items()))
+
+
+def group_label(changes: list[Change]) -> str:
+    """What a group's changes share, for people: the entering/leaving documents, or the edited idea."""
+    first = changes[0]
+    n = len(changes)
+    if first.evidence and any(d.movement != "moved" for d in first.evidence.docs):
+        entered = sorted({d.title for d in first.evidence.docs if d.movement == "entered"})
+        left = sorted({d.title for d in first.evidence.docs if d.movement == "left"})
+        bits = []
+        if entered:
+            bits.append("entered: " + "; ".join(f'"{t}"' for t in entered))
+        if left:
+            bits.append("left: " + "; ".join(f'"{t}"' for t in left))
+        return f"{', '.join(bits)} ({n} change{'s' * (n != 1)})"
+    if first.evidence and first.evidence.text_diffs:
+        titles = sorted({t.title or t.idea_id or t.slot for t in first.evidence.text_diffs})
+        return f"text edited: {'; '.join(titles)} ({n} change{'s' * (n != 1)})"
+    names = sorted({d.name for d in first.inputs or []})
+    return f"moved: {', '.join(names) or 'evidence'} ({n} change{'s' * (n != 1)})"

@@ -7,7 +7,9 @@ were overwritten.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +20,10 @@ from ..artifacts import MANIFEST_NAME, RunRecord, StageManifest, Store, digest_f
 from ..errors import ManifestMismatchError, NoveltyAuditError
 from ._adjudicate import index_adjudications, load_adjudications
 from ._classify import classify_changes
-from ._model import AuditResult
+from ._model import KINDS, AuditResult
 
-__all__ = ["RunSide", "ledger_side", "current_side", "current_run_id", "latest_other_run", "audit", "audit_sides", "CURRENT"]
+__all__ = ["RunSide", "ledger_side", "current_side", "current_run_id", "latest_other_run", "audit", "audit_sides", "CURRENT",
+           "list_runs", "parse_when", "run_at", "window"]
 
 CURRENT = "current"
 """The RUN name for the stage outputs in the working tree (not yet, or not necessarily, recorded)."""
@@ -97,16 +100,25 @@ def _tables(store: Store, manifest: StageManifest | None, name: str) -> list[pl.
     return [pl.read_parquet(_object(store, manifest, rel)) for rel in rels]
 
 
-def _verdicts(store: Store, side: RunSide) -> pl.DataFrame:
+def _kind_table(store: Store, side: RunSide, kind: str) -> pl.DataFrame | None:
+    name = {"pairwise": "verdicts.parquet", "pointwise": "pointwise.parquet", "review": "reviews.parquet"}[kind]
     judge = side.manifests.get("judge")
     if judge is None:
         raise NoveltyAuditError(
             f"run {side.label} has no judge stage manifest", hint="audit runs that include the judge stage"
         )
-    tables = _tables(store, judge, "verdicts.parquet")
+    tables = _tables(store, judge, name)
     if not tables:
-        raise ManifestMismatchError(f"run {side.label}: the judge manifest lists no verdicts.parquet output")
+        if kind == "pairwise":
+            raise ManifestMismatchError(f"run {side.label}: the judge manifest lists no verdicts.parquet output")
+        return None
     return pl.concat(tables, how="diagonal_relaxed") if len(tables) > 1 else tables[0]
+
+
+def _verdicts(store: Store, side: RunSide) -> pl.DataFrame:
+    out = _kind_table(store, side, "pairwise")
+    assert out is not None
+    return out
 
 
 def _configs(store: Store, side: RunSide) -> dict[str, dict[str, Any]]:
@@ -118,26 +130,49 @@ def _configs(store: Store, side: RunSide) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _titles(store: Store, side: RunSide) -> dict[tuple[str, str], str]:
-    out: dict[tuple[str, str], str] = {}
+def _ideas(store: Store, side: RunSide) -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], str]]:
+    """(titles, texts) by (dataset, idea_id) from the pin stage's ideas tables."""
+    titles: dict[tuple[str, str], str] = {}
+    texts: dict[tuple[str, str], str] = {}
     for df in _tables(store, side.manifests.get("pin"), "ideas.parquet"):
-        for row in df.select("dataset", "idea_id", "title").to_dicts():
-            out[(row["dataset"], row["idea_id"])] = row["title"]
-    return out
+        cols = [c for c in ("dataset", "idea_id", "title", "text") if c in df.columns]
+        for row in df.select(cols).to_dicts():
+            titles[(row["dataset"], row["idea_id"])] = row["title"]
+            if "text" in row:
+                texts[(row["dataset"], row["idea_id"])] = row["text"]
+    return titles, texts
+
+
+def _titles(store: Store, side: RunSide) -> dict[tuple[str, str], str]:
+    return _ideas(store, side)[0]
 
 
 def audit_sides(store: Store, before: RunSide, after: RunSide, *, adjudications: str | Path | None = None) -> AuditResult:
-    """Classify every verdict change from `before` to `after` (see `classify_changes`)."""
-    titles = {**_titles(store, before), **_titles(store, after)}
-    return classify_changes(
-        _verdicts(store, before),
-        _verdicts(store, after),
-        from_run=before.label,
-        to_run=after.label,
-        configs_before=_configs(store, before),
-        configs_after=_configs(store, after),
-        titles=titles,
-        adjudications=index_adjudications(load_adjudications(adjudications)),
+    """Classify every change from `before` to `after`: pairwise verdicts, pointwise predictions and (when both
+    sides have one) the reviews table (see `classify_changes`)."""
+    titles_b, texts_b = _ideas(store, before)
+    titles_a, texts_a = _ideas(store, after)
+    index = index_adjudications(load_adjudications(adjudications))
+    common = dict(from_run=before.label, to_run=after.label, configs_before=_configs(store, before),
+                  configs_after=_configs(store, after), titles={**titles_b, **titles_a}, adjudications=index,
+                  texts_before=texts_b, texts_after=texts_a)
+    parts = []
+    for kind in KINDS:
+        tb, ta = _kind_table(store, before, kind), _kind_table(store, after, kind)
+        if tb is None and ta is None:
+            continue
+        if tb is None or ta is None:
+            # A table on one side only (pointwise or reviews added to the pipeline): its judges are added/removed.
+            present = ta if tb is None else tb
+            assert present is not None
+            empty = present.clear()
+            tb, ta = (empty, ta) if tb is None else (tb, empty)
+        parts.append(classify_changes(tb, ta, kind=kind, **common))  # type: ignore[arg-type]
+    return AuditResult(
+        from_run=before.label, to_run=after.label, compared=sum(r.compared for r in parts),
+        unchanged_with_changed_digests=sum(r.unchanged_with_changed_digests for r in parts),
+        changes=[c for r in parts for c in r.changes], membership=[m for r in parts for m in r.membership],
+        datasets=sorted({d for r in parts for d in r.datasets}), judges=sorted({j for r in parts for j in r.judges}),
     )
 
 
@@ -146,8 +181,94 @@ def _resolve(store: Store, ref: str, artifacts: str | Path | None) -> RunSide:
         if artifacts is None:
             raise NoveltyAuditError("RUN 'current' needs the artifacts directory", hint="pass artifacts=")
         return current_side(artifacts)
+    when = parse_when(ref)
+    if when is not None:
+        rec = run_at(store, when, ref)
+        return ledger_side(store, rec.run_id)
     return ledger_side(store, ref)
 
+
+_DURATION = re.compile(r"^(\d{1,4})([hdw])$")  # ≤ 4 digits: a git revision prefix (≥ 7 hex) never reads as an age
+
+
+def parse_when(ref: str, *, end_of_day: bool = True, now: datetime | None = None) -> datetime | None:
+    """A RUN given as a time: `7d`/`12h`/`2w` ago, or an ISO date/time (a date means its end, UTC). None: not a time."""
+    m = _DURATION.match(ref.strip())
+    if m:
+        unit = {"h": "hours", "d": "days", "w": "weeks"}[m.group(2)]
+        return (now or datetime.now(timezone.utc)) - timedelta(**{unit: int(m.group(1))})
+    if not re.match(r"^\d{4}-\d{2}-\d{2}", ref.strip()):
+        return None
+    try:
+        t = datetime.fromisoformat(ref.strip())
+    except ValueError:
+        raise NoveltyAuditError(f"'{ref}' is not an ISO date or time", hint="e.g. 2026-11-20 or 2026-11-20T14:00") from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    if end_of_day and len(ref.strip()) == 10:
+        t = t + timedelta(days=1) - timedelta(microseconds=1)
+    return t
+
+
+def _occurrences(store: Store) -> list[tuple[datetime, RunRecord]]:
+    out = []
+    for r in store.runs():
+        for o in r.seen:
+            try:
+                t = datetime.fromisoformat(o.time)
+            except (TypeError, ValueError):
+                continue
+            out.append((t if t.tzinfo else t.replace(tzinfo=timezone.utc), r))
+    return sorted(out, key=lambda x: x[0])
+
+
+def run_at(store: Store, when: datetime, label: str) -> RunRecord:
+    """The run in force at `when`: the one recorded last at or before it."""
+    before = [r for t, r in _occurrences(store) if t <= when]
+    if not before:
+        raise NoveltyAuditError(f"no run was recorded at or before {label} ({when.isoformat(timespec='seconds')})",
+                                hint="see `novelty-audit runs`")
+    return before[-1]
+
+
+def window(store: Store, *, since: str | None = None, at: str | None = None) -> tuple[str, str]:
+    """(from run id, to run id) of a time window: `since` (7d, ISO date) → now; `at` (a date) → that day.
+
+    From is the run in force when the window opens, or, if none was recorded yet, the first run recorded in
+    the window; to is the run in force when it closes. Equal ends are an error: nothing was recorded."""
+    if (since is None) == (at is None):
+        raise NoveltyAuditError("give one of --since and --at")
+    label = since or at or ""
+    if since is not None:
+        start = parse_when(since, end_of_day=False)
+        end = datetime.now(timezone.utc)
+    else:
+        start = parse_when(at or "", end_of_day=False)
+        end = None if start is None else start + timedelta(days=1) - timedelta(microseconds=1)
+    if start is None or end is None:
+        raise NoveltyAuditError(f"'{label}' is not a time", hint="use 7d, 12h, 2w or an ISO date such as 2026-11-20")
+    occ = _occurrences(store)
+    opened = [r for t, r in occ if t <= start]
+    inside = [r for t, r in occ if start < t <= end]
+    closed = [r for t, r in occ if t <= end]
+    if not closed:
+        raise NoveltyAuditError(f"no run was recorded by the end of {label}", hint="see `novelty-audit runs`")
+    first = opened[-1] if opened else (inside[0] if inside else None)
+    last = closed[-1]
+    if first is None or first.run_id == last.run_id or not inside:
+        raise NoveltyAuditError(f"no run of other content was recorded in the window {label} "
+                                f"({start.isoformat(timespec='seconds')} → {end.isoformat(timespec='seconds')})",
+                                hint="see `novelty-audit runs`")
+    return first.run_id, last.run_id
+
+
+def list_runs(store: Store) -> list[dict[str, Any]]:
+    """The ledger's runs, latest first, for run pickers: run_id, time, git_revision, revisions, seen, stages."""
+    return [
+        {"run_id": r.run_id, "time": r.time, "git_revision": r.git_revision, "revisions": r.revisions(),
+         "seen": len(r.seen), "stages": sorted(r.stages), "describe": r.describe()}
+        for r in reversed(store.runs())
+    ]
 
 def audit(
     store: Store,
@@ -161,7 +282,9 @@ def audit(
 
     The ledger holds one record per distinct run, latest last, so the default compares the last two
     distinct runs. A RUN is a run id or git revision (prefixes allowed; one that matches several runs is
-    an error listing them), or `current` for the stage outputs in `artifacts`. With only `to_run` given,
+    an error listing them), an ISO date/time or an age (`7d`, `12h`, `2w`; at most 4 digits) naming the run in
+    force then (see `run_at`), or `current` for the stage outputs in `artifacts`. Both sides naming the same
+    recorded run is an error (nothing to compare), never an empty audit. With only `to_run` given,
     `from_run` is the ledger run before it (for `current`: the latest run of other content); with only
     `from_run` given, `to_run` is the latest run.
     """
@@ -198,4 +321,9 @@ def audit(
     else:
         from_side = _resolve(store, from_run, artifacts)
         to_side = _resolve(store, to_run, artifacts)
+    if from_side.label == to_side.label and from_side.label != CURRENT:
+        raise NoveltyAuditError(
+            f"--from {from_run or '(default)'} and --to {to_run or '(latest)'} both name run {from_side.label}: nothing to compare",
+            hint="name two different runs (see `novelty-audit runs`), or --to current",
+        )
     return audit_sides(store, from_side, to_side, adjudications=adjudications)

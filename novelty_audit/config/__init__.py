@@ -10,7 +10,7 @@ from ._base import DATASET_NAMES, Frozen, round_trip_yaml
 from ._flows import BackendLimit, CanaryParams, FlowsParams, SchedulesParams
 from ._judge import JudgeParams, JudgeSpec, Price
 from ._metrics import MetricsParams
-from ._pools import GeneratedPoolParams, PercentileRule, PoolRules, PoolsParams, StripParams
+from ._pools import GeneratedPoolParams, PercentileRule, PoolRules, PoolsParams, StripParams, TitleBlocklist
 from ._report import ReportParams
 from ._signals import EXTRACTOR_IDS, LLMSpec, PinnedFile, RecoveryParams, SignalsParams
 
@@ -31,6 +31,7 @@ __all__ = [
     "PercentileRule",
     "PoolRules",
     "PoolsParams",
+    "TitleBlocklist",
     "StripParams",
     "ReportParams",
     "EXTRACTOR_IDS",

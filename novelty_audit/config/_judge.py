@@ -12,7 +12,7 @@ from pydantic import Field, field_validator
 
 from ._base import DATASET_NAMES, Frozen
 
-__all__ = ["JudgeParams", "JudgeSpec", "Price"]
+__all__ = ["GeneratorSpec", "JudgeParams", "JudgeSpec", "Price"]
 
 
 class JudgeSpec(Frozen):
@@ -30,6 +30,18 @@ class JudgeSpec(Frozen):
     """Backend arguments, validated by the backend's own typed model when params load (enabled or not)."""
 
 
+class GeneratorSpec(Frozen):
+    """One NovBench review generator (judge.generators.<id>)."""
+
+    backend: Literal["expert", "import", "openai", "anthropic"]
+    """expert: the reference items themselves (the study's "expert as model" row); import: texts from a
+    CSV/JSONL file (dataset, paper_id, text); openai/anthropic: an API model through the judges' call engine."""
+    enabled: bool = True
+    """Disabled generators stay configured but do not run (API generators ship disabled)."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Backend arguments (import: path; API: model, mode zero|few|rag, k, sampling, … — see docs/design/novbench.md)."""
+
+
 class Price(Frozen):
     """What a model costs, in USD per million tokens."""
 
@@ -44,10 +56,15 @@ class JudgeParams(Frozen):
 
     datasets: list[str] = Field(default_factory=lambda: list(DATASET_NAMES))
     """Pinned datasets to judge (names under pin.datasets)."""
-    tasks: list[Literal["pairwise", "pointwise"]] = Field(default_factory=lambda: ["pairwise", "pointwise"])
-    """pairwise: which of two ideas is more novel; pointwise: is this idea novel."""
+    tasks: list[Literal["pairwise", "pointwise", "review"]] = Field(default_factory=lambda: ["pairwise", "pointwise"])
+    """pairwise: which of two ideas is more novel; pointwise: is this idea novel; review: generators write a
+    novelty evaluation of every paper of every NovBench dataset (pin source `novbench`; docs/design/novbench.md)."""
     seed: int = 0
     """Seed for seeded judges (random control); combined with item ids, never a global seed."""
+    limit: int | None = Field(default=None, ge=1)
+    """Judge only a seeded subset of N pairs per dataset (smoke runs); pointwise then judges the ideas of those
+    pairs. The same N, seed and pairs give the same subset (pairs ranked by sha256 of seed, dataset and
+    pair id). null: every pair. `novelty-audit stage judge --limit N` sets it for one run."""
     refresh: bool = False
     """Bypass every judge's call cache (drift checks); run the stage with --force."""
     budget_usd: float | None = None
@@ -62,6 +79,9 @@ class JudgeParams(Frozen):
     reruns it next time. record: exit 0; DVC then treats the stage as done until an input changes."""
     judges: dict[str, JudgeSpec] = Field(default_factory=dict)
     """Judge id → spec. The id names the judge in every output table."""
+    generators: dict[str, GeneratorSpec] = Field(default_factory=dict)
+    """NovBench `review` task: generator id → spec (expert | import | openai | anthropic). The id names the
+    generator in reviews.parquet and metrics.json; args are checked by novelty_audit.novbench when the stage runs."""
 
     @field_validator("judges")
     @classmethod

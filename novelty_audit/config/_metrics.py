@@ -35,6 +35,10 @@ class MetricsParams(Frozen):
     """Group judges that share backend and model but differ in prompt and summarise the spread between prompts."""
     report: str = "reports/metrics.json"
     """Where the stage publishes a copy of artifacts/metrics/metrics.json for `dvc metrics` (declared in dvc.yaml)."""
+    novbench_clarity_lm: str | None = None
+    """NovBench clarity_fs: the causal LM giving perplexities (`gemma3-270m` = the packaged GGUF model, or a .gguf
+    path; needs the gguf extra). null (default: ~3 s per item on 2 busy cores): clarity_fs and clarity are null,
+    the reason recorded (docs/design/novbench.md)."""
 
     @field_validator("comparisons")
     @classmethod

@@ -6,14 +6,30 @@ that package keeps every stage's code digest (all import params.py) free of the 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ._signals import LLMSpec, PinnedFile
 from ._base import Frozen
 
-__all__ = ["PercentileRule", "PoolRules", "GeneratedPoolParams", "StripParams", "PoolsParams"]
+__all__ = ["PercentileRule", "PoolRules", "GeneratedPoolParams", "StripParams", "PoolsParams", "TitleBlocklist"]
+
+
+class TitleBlocklist(Frozen):
+    """Titles excluded before pooling and flagged by the rule check (case-insensitive, whitespace collapsed).
+
+    A plain list in params.yaml (`title_blocklist: [a, b]`) is read as `titles` (no file)."""
+
+    file: PinnedFile | None = None
+    """A YAML file `blocked_titles: [...]` (the Ai2 release's paper_blocklist.yaml), pinned by sha256."""
+    titles: list[str] = Field(default_factory=list)
+    """Extra titles of your own, added to the file's."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_list(cls, value: Any) -> Any:
+        return {"titles": value} if isinstance(value, list) else value
 
 
 class PercentileRule(Frozen):
@@ -88,8 +104,8 @@ class PoolsParams(Frozen):
     """D- (low novelty, human) thresholds."""
     drop_areas: list[str] = Field(default_factory=lambda: ["other topics in machine learning (i.e., none of the above)"])
     """Areas excluded before pooling (compared case-insensitively, whitespace collapsed)."""
-    title_blocklist: list[str] = Field(default_factory=list)
-    """Titles excluded before pooling (same comparison)."""
+    title_blocklist: TitleBlocklist = Field(default_factory=TitleBlocklist)
+    """Titles excluded before pooling (same comparison): a pinned file and/or extra titles."""
     generated: GeneratedPoolParams = Field(default_factory=GeneratedPoolParams)
     """The generated pool."""
     strip: StripParams = Field(default_factory=StripParams)

@@ -6,6 +6,7 @@ import shutil
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..artifacts import MANIFEST_NAME, atomic_write_bytes, digest_file, load_manifest, row_digests
 from ..errors import BadInputError, ConfigError, PinMismatchError, require
@@ -13,6 +14,9 @@ from ..config import round_trip_yaml
 from ..params import DatasetPin, Params
 from ._normalize import Normalized, normalize_pairs
 from ._records import read_pairs
+
+if TYPE_CHECKING:
+    from ..novbench._tables import NovbenchTables
 
 __all__ = ["PinChange", "check_pin", "fetch_pinned", "load_dataset", "accept_pins", "hub_filename"]
 
@@ -52,8 +56,14 @@ def check_pin(name: str, pin: DatasetPin) -> Path:
     return path
 
 
-def load_dataset(name: str, pin: DatasetPin, *, check: bool = True) -> Normalized:
+def load_dataset(name: str, pin: DatasetPin, *, check: bool = True) -> "Normalized | NovbenchTables":
+    """The canonical tables of a pinned file: pairs (yaml/parquet/hf) or NovBench papers (source novbench)."""
     path = check_pin(name, pin) if check else fetch_pinned(pin)
+    if pin.source == "novbench":
+        # Imported here: novbench's tables reuse this package's text normalization (a cycle at import time).
+        from ..novbench._tables import normalize_novbench
+
+        return normalize_novbench(path, name)
     fmt = "yaml" if pin.source == "yaml" else "parquet"
     return normalize_pairs(read_pairs(path, fmt), dataset=name, file=path)
 
@@ -74,9 +84,10 @@ class PinChange:
         return self.old_sha256 != self.new_sha256
 
 
-def _items(norm: Normalized) -> dict[str, str]:
+def _items(norm: "Normalized | NovbenchTables") -> dict[str, str]:
     out = {}
-    for df, key in ((norm.ideas, "idea_id"), (norm.pairs, "pair_id")):
+    keyed = ((norm.papers, "paper_id"),) if not isinstance(norm, Normalized) else ((norm.ideas, "idea_id"), (norm.pairs, "pair_id"))
+    for df, key in keyed:
         out.update(zip(df[key].to_list(), row_digests(df), strict=True))
     return out
 
@@ -86,7 +97,7 @@ def _previous_items(pin_dir: Path, dataset: str) -> dict[str, str]:
         return {}
     m = load_manifest(pin_dir)
     out: dict[str, str] = {}
-    for rel in (f"{dataset}/ideas.parquet", f"{dataset}/pairs.parquet"):
+    for rel in (f"{dataset}/ideas.parquet", f"{dataset}/pairs.parquet", f"{dataset}/papers.parquet"):
         try:
             out.update(m.output(rel).items or {})
         except KeyError:

@@ -40,7 +40,7 @@ from ._registry import Registry
 from ._run import JudgeMap, JudgeRun, failed_calls, failure_line, judge_stage_inputs, load_items, run_judges
 
 # Backend modules: imported for their registrations (heavy imports stay inside their factories).
-from . import _controls, _openai, _anthropic  # noqa: F401  isort: skip
+from . import _controls, _import, _openai, _anthropic  # noqa: F401  isort: skip
 from . import _gguf, distance  # noqa: F401  isort: skip
 # Distance judges (novelty_audit/judges/distance/) and the GGUF logprob judge (_gguf.py) register here too.
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ._base import JUDGES, Judge, JudgeContext, parse_args
-from ._llm import Answer, LLMArgs, LLMJudge, Payload, RetryableError, expect, json_body, usage_tokens
+from ._batch import BatchStatus
+from ._llm import Answer, CallFault, LLMArgs, LLMJudge, Payload, RetryableError, expect, json_body, usage_tokens
 
 __all__ = ["AnthropicJudge", "read_anthropic_answer"]
 
@@ -41,7 +42,8 @@ class AnthropicJudge(LLMJudge):
     client_class = "AsyncAnthropic"
     default_base_url = "https://api.anthropic.com"
 
-    async def _send(self, client: Any, payload: Payload) -> Answer:
+    def _body(self, payload: Payload) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(typed request fields, extra body fields) of one call: the interactive and the batch path send the same."""
         assert isinstance(payload, list), "the anthropic backend speaks only the chat (Messages) API"
         s = self.args.sampling
         system = "\n".join(m["content"] for m in payload if m["role"] == "system")
@@ -57,8 +59,45 @@ class AnthropicJudge(LLMJudge):
             if getattr(s, name) is not None:
                 # Sent as raw body fields: recent SDKs dropped them from the typed signature, the API keeps them.
                 extra[name] = getattr(s, name)
+        return body, extra
+
+    async def _send(self, client: Any, payload: Payload) -> Answer:
+        body, extra = self._body(payload)
         raw = await self._request(client.messages.with_raw_response.create(**body, extra_body=extra or None))
         return read_anthropic_answer(json_body(raw))
+
+    # -- Message Batches: one request list, a status, a JSONL of per-request results ----------------------
+    async def _batch_submit(self, client: Any, items: list[tuple[str, Payload]]) -> str:
+        requests = []
+        for key, payload in items:
+            body, extra = self._body(payload)
+            requests.append({"custom_id": key, "params": {**body, **extra}})
+        batch = await self._request(client.messages.batches.create(requests=requests))
+        return batch.id
+
+    async def _batch_status(self, client: Any, batch_id: str) -> BatchStatus:
+        batch = await self._request(client.messages.batches.retrieve(batch_id))
+        return BatchStatus(done=batch.processing_status == "ended", state=batch.processing_status)
+
+    async def _batch_results(self, client: Any, batch_id: str) -> dict[str, Answer | CallFault]:
+        return await self._request(self._collect(client, batch_id))
+
+    async def _collect(self, client: Any, batch_id: str) -> dict[str, Answer | CallFault]:
+        out: dict[str, Answer | CallFault] = {}
+        async for item in await client.messages.batches.results(batch_id):
+            result = item.result
+            if result.type == "succeeded":
+                try:
+                    out[item.custom_id] = read_anthropic_answer(result.message.model_dump(mode="json"))
+                except CallFault as fault:
+                    out[item.custom_id] = fault
+            elif result.type == "errored":
+                err = getattr(result.error, "error", None)
+                kind = getattr(err, "type", None) or "error"
+                out[item.custom_id] = RetryableError(f"batch: {kind}", str(getattr(err, "message", "") or result.error)[:300])
+            else:  # expired, canceled
+                out[item.custom_id] = RetryableError(f"batch: {result.type}", f"the provider reports the request {result.type}")
+        return out
 
 
 @JUDGES.register("anthropic", args=LLMArgs)

@@ -74,7 +74,9 @@ __all__ = [
     "PairItem",
     "PointItem",
     "ScoreJudge",
+    "EVIDENCE_DOC_KEYS",
     "evidence_digest",
+    "evidence_docs_json",
     "judges_row",
     "pairwise_row",
     "parse_args",
@@ -122,6 +124,7 @@ PAIRWISE_SCHEMA: dict[str, pl.DataType] = {
     "provider_model": pl.String,
     "cost_usd": pl.Float64,
     "evidence_titles": pl.List(pl.String),
+    "evidence_docs": pl.String,
 }
 POINTWISE_SCHEMA: dict[str, pl.DataType] = {
     "dataset": pl.String,
@@ -139,6 +142,7 @@ POINTWISE_SCHEMA: dict[str, pl.DataType] = {
     "config_digest": pl.String,
     "evidence_digest": pl.String,
     "code_digest": pl.String,
+    "evidence_docs": pl.String,
 }
 JUDGES_SCHEMA: dict[str, pl.DataType] = {
     "judge": pl.String,
@@ -172,6 +176,8 @@ class PairItem:
     idea_1: Idea
     gold_idea_id: str
     context: str | None = None
+    source_key: str | None = None
+    """The pair's key in its source file (pairs.parquet `source_key`); imported verdicts may name pairs by it."""
 
     @property
     def ideas(self) -> tuple[Idea, Idea]:
@@ -207,6 +213,8 @@ class JudgeContext:
     """Show a progress bar for long-running judges."""
     tasks: tuple[str, ...] = ("pairwise", "pointwise")
     """params `judge.tasks`: what this run will ask (a judge may need a template per task)."""
+    shared_cache: Any = None
+    """The team-shared call cache under `cache_dir/calls` (a `SharedCallCache`, from `store.shared_cache`), or None."""
 
 
 # -- outputs -----------------------------------------------------------------------------------------
@@ -220,6 +228,9 @@ class JudgeOutput:
     pointwise: list[dict[str, Any]] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)
     """calls made, cache hits, cost, seconds: for the run log, never hashed."""
+    exclusions: list[dict[str, Any]] = field(default_factory=list)
+    """Input rows the judge left out, each {judge, file, row, field, reason} (e.g. imported rows matching no
+    pinned pair): content, written to the stage manifest summary."""
 
 
 def evidence_digest(parts: Mapping[str, str]) -> str:
@@ -229,6 +240,25 @@ def evidence_digest(parts: Mapping[str, str]) -> str:
 
 def _parts_json(parts: Mapping[str, str]) -> str:
     return orjson.dumps(dict(parts), option=orjson.OPT_SORT_KEYS).decode()
+
+
+EVIDENCE_DOC_KEYS = ("slot", "rank", "doc_id", "digest", "title", "year", "similarity", "source")
+"""Keys of one `evidence_docs` entry (docs/design/tables.md)."""
+
+
+def evidence_docs_json(docs: Sequence[Mapping[str, Any]]) -> str:
+    """The `evidence_docs` column: canonical JSON of the documents a verdict rests on, ordered by (slot, rank).
+
+    A readable view of what `evidence_parts` digests; it never enters `evidence_digest`."""
+    out = []
+    for d in docs:
+        missing = [k for k in EVIDENCE_DOC_KEYS if k not in d]
+        if missing:
+            raise ValueError(f"evidence_docs entry {dict(d)!r} lacks {missing}")
+        sim = d["similarity"]
+        out.append({**d, "similarity": None if sim is None else round(float(sim), 6)})
+    out.sort(key=lambda d: (str(d["slot"]), int(d["rank"])))
+    return orjson.dumps(out, option=orjson.OPT_SORT_KEYS).decode()
 
 
 A = TypeVar("A", bound=BaseModel)
@@ -265,6 +295,7 @@ def pairwise_row(
     cost_usd: float = 0.0,
     evidence_titles: Sequence[str] = (),
     error_reasons: Sequence[str] = (),
+    evidence_docs: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """One verdicts.parquet row; judge-level columns (config, code digests) come from `judge`.
 
@@ -302,6 +333,7 @@ def pairwise_row(
         "provider_model": provider_model,
         "cost_usd": float(cost_usd),
         "evidence_titles": list(evidence_titles),
+        "evidence_docs": evidence_docs_json(evidence_docs),
     }
 
 
@@ -314,8 +346,9 @@ def pointwise_row(
     counts: Mapping[str, int],
     evidence_parts: Mapping[str, str],
     error_reasons: Sequence[str] = (),
+    evidence_docs: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """One pointwise.parquet row (`error_reasons` as in `pairwise_row`)."""
+    """One pointwise.parquet row (`error_reasons`, `evidence_docs` as in `pairwise_row`)."""
     if predicted not in (POSITIVE, NEGATIVE, NONE):
         raise ValueError(f"pointwise prediction {predicted!r} for idea {item.idea.idea_id} is not POSITIVE/NEGATIVE/none")
     return {
@@ -334,6 +367,7 @@ def pointwise_row(
         "config_digest": judge.config_digest,
         "evidence_digest": evidence_digest(evidence_parts),
         "code_digest": judge.code_digest,
+        "evidence_docs": evidence_docs_json(evidence_docs),
     }
 
 
@@ -415,6 +449,8 @@ class IdeaScore(NamedTuple):
     """What the score rests on, e.g. the nearest prior-work titles."""
     evidence_parts: Mapping[str, str] = {}
     """{part name: digest} of what was used beyond the idea text (e.g. {"corpus": ..., "neighbours": ...})."""
+    evidence_docs: tuple[Mapping[str, Any], ...] = ()
+    """The documents the score rests on (`evidence_docs` entries without `slot`; ScoreJudge fills the slot)."""
 
 
 class ScoreJudge(Judge):
@@ -480,11 +516,13 @@ class ScoreJudge(Judge):
             for slot, s in (("idea_0", s0), ("idea_1", s1)):
                 parts.update({f"{slot}_{k}": v for k, v in s.evidence_parts.items()})
             titles = list(s0.evidence_titles) + list(s1.evidence_titles)
+            docs = [{**d, "slot": slot} for slot, s in (("idea_0", s0), ("idea_1", s1)) for d in s.evidence_docs]
             out.pairwise.append(
                 pairwise_row(
                     self, pair, verdict=verdict, verdict_forward=verdict, verdict_reverse=None,
                     votes_forward=[vote], votes_reverse=None, counts=counts,
                     score_0=s0.score, score_1=s1.score, evidence_parts=parts, evidence_titles=titles,
+                    evidence_docs=docs,
                 )
             )  # fmt: skip
         by_dataset: dict[str, list[float]] = {}
@@ -500,7 +538,10 @@ class ScoreJudge(Judge):
             else:
                 cut = self.threshold if self.threshold is not None else statistics.median(by_dataset[pt.dataset])
                 predicted, counts = (POSITIVE if s.score >= cut else NEGATIVE), {"valid": 1}
-            out.pointwise.append(pointwise_row(self, pt, predicted=predicted, score=s.score, counts=counts, evidence_parts=parts))
+            docs = [{**d, "slot": "idea"} for d in s.evidence_docs]
+            out.pointwise.append(
+                pointwise_row(self, pt, predicted=predicted, score=s.score, counts=counts, evidence_parts=parts, evidence_docs=docs)
+            )
         return out
 
 

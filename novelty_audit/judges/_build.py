@@ -15,6 +15,7 @@ from ..config import JudgeParams
 from ..errors import ConfigError, MissingDependencyError, UnknownNameError
 from ._base import JUDGES, Judge, JudgeContext
 from ._budget import Budget
+from ._shared_cache import SharedCallCache
 
 __all__ = ["Built", "build_judges", "judge_catalog", "validate_judges"]
 
@@ -66,15 +67,19 @@ def build_judges(
     names: list[str] | None = None,
     progress: bool | None = None,
     budget: Budget | None = None,
+    shared_cache: str | None = None,
+    shared_cache_options: dict[str, Any] | None = None,
 ) -> Built:
     """Build every enabled judge (or `names`) sorted by id, sharing one budget.
 
     Every configured judge is validated first (`validate_judges`), so a typo fails before any call.
     `budget`: pass the run's budget when one run builds its judges in several places (fan-out chunks);
-    by default a new one is made for this run, its spend kept under `<store_root>/budget/`."""
+    by default a new one is made for this run, its spend kept under `<store_root>/budget/`.
+    `shared_cache`: params `store.shared_cache` (with `store.shared_cache_options`), the team layer under the call cache."""
     validate_judges(jp)
     if budget is None:
         budget = Budget.for_run(jp.budget_usd, store_root)
+    shared = SharedCallCache(shared_cache, shared_cache_options) if shared_cache else None
     judges: list[Judge] = []
     skipped: dict[str, str] = {}
     for name, spec in sorted(jp.judges.items()):
@@ -92,6 +97,7 @@ def build_judges(
             budget=budget,
             progress=jp.progress if progress is None else progress,
             tasks=tuple(jp.tasks),
+            shared_cache=shared,
         )
         try:
             judge = factory(ctx, **spec.args)

@@ -8,7 +8,8 @@ Each entry is written atomically as soon as its call returns, so a killed run lo
 Each entry carries its key and the sha256 of its value; `get` checks both and moves an entry that fails
 to `corrupt/` with a warning, so the call is asked again rather than a damaged answer used. Calls that
 ended in an error after retries are not cached: the next run asks again. `refresh` bypasses reads; the
-replaced entry moves to `history/`.
+replaced entry moves to `history/`. A team-shared layer (`store.shared_cache`, `_shared_cache.py`) may sit
+under it: `prefetch` copies its sound entries of local misses in, `put` writes new answers back.
 
 `try_claim` gives one process at a time the right to send a call, so two processes sharing a store never pay
 for the same call twice. Claims are striped: a key's claim is an flock on `claims/<first two hex of the key>.lock`
@@ -26,15 +27,19 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import orjson
 
 from ..artifacts import atomic_write_bytes, clean_stale_temps, digest_bytes, digest_obj
 from ..errors import BadInputError, ConfigError
+
+if TYPE_CHECKING:
+    from ._shared_cache import SharedCallCache
 
 __all__ = ["CallCache", "CallClaim", "call_key", "endpoint_id", "verify_call_cache", "verify_caches"]
 
@@ -239,8 +244,10 @@ def _clean_leftovers_once(root: Path) -> None:
 class CallCache:
     """Content-addressed answers of API/local model calls, each entry checked against its checksum on read."""
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, shared: SharedCallCache | None = None):
         self.root = Path(root)
+        self.shared = shared
+        """The team-shared layer under this cache (`store.shared_cache`), or None."""
         _clean_leftovers_once(self.root)
 
     def path(self, key: str) -> Path:
@@ -280,7 +287,21 @@ class CallCache:
         if p.exists():
             old = p.read_bytes()
             atomic_write_bytes(self.root / "history" / f"{key}.{digest_bytes(old)[:16]}.json", old)
-        atomic_write_bytes(p, _encode(key, value))
+        data = _encode(key, value)
+        atomic_write_bytes(p, data)
+        if self.shared is not None:
+            self.shared.put(key, data)
+
+    def prefetch(self, keys: Iterable[str]) -> int:
+        """Copy the shared layer's sound entries of the keys missing here into this cache (one concurrent
+        fetch), so they are read like any local entry; returns how many were copied."""
+        if self.shared is None:
+            return 0
+        missing = [k for k in keys if not self.path(k).exists()]
+        found = self.shared.fetch(missing)
+        for key, data in found.items():
+            atomic_write_bytes(self.path(key), data)
+        return len(found)
 
     def try_claim(self, key: str) -> CallClaim | None:
         """Claim the right to send the call `key` without blocking; None while another process (or
@@ -319,8 +340,9 @@ def verify_call_cache(calls_root: str | Path) -> list[tuple[str, str]]:
 
 def verify_caches(cache_root: str | Path) -> list[tuple[str, str]]:
     """(file, reason) for every damaged file in the judges' caches under `cache_root` (`<store root>/cache`):
-    the call cache and the distance judges' caches. Reads only; what `novelty-audit verify` reports."""
+    the call cache, the Semantic Scholar response cache (same entry format) and the distance judges' caches.
+    Reads only; what `novelty-audit verify` reports."""
     from .distance import verify_distance_caches
 
     root = Path(cache_root)
-    return sorted(verify_call_cache(root / "calls") + verify_distance_caches(root))
+    return sorted(verify_call_cache(root / "calls") + verify_call_cache(root / "s2") + verify_distance_caches(root))

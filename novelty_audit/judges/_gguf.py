@@ -40,7 +40,7 @@ from ..errors import BadInputError, require
 from ..config import Frozen
 from ._base import JUDGES, NEGATIVE, POSITIVE, TIE, Judge, JudgeContext
 from ._cache import CallCache, call_key
-from ._prompts import load_prompt
+from ._prompts import load_prompt, template_knobs
 from ._protocol import Call, CallResult, VoteJudge
 
 __all__ = ["GEMMA_ALIASES", "GgufArgs", "GgufJudge", "label_probs", "resolve_gguf"]
@@ -140,6 +140,7 @@ class GgufJudge(VoteJudge):
             "prompt_digest": t["pairwise"].digest,
             "pointwise_prompt": t["pointwise"].name,
             "pointwise_prompt_digest": t["pointwise"].digest,
+            **template_knobs(t),  # a project template file: {"prompt_files": {path: sha256}}
             "reasoning": "none",
             "input_form": self.args.input_form,
             "votes": self.votes,

@@ -32,10 +32,12 @@ from ..artifacts import canonical_bytes
 from ..config import Frozen, Price
 from ..errors import BudgetExceededError, ConfigError
 from ._base import JudgeContext
+from ._batch import has_open_batches, run_batches
 from ._budget import Budget
 from ._cache import CallCache, CallClaim, call_key
-from ._prompts import PromptTemplate, load_prompt, parse_verdict
+from ._prompts import PromptTemplate, load_prompt, parse_verdict, template_knobs
 from ._protocol import Call, CallResult, VoteJudge
+from ._s2 import S2Args
 
 __all__ = [
     "Answer",
@@ -109,9 +111,10 @@ class LLMArgs(Frozen):
     models). completions: /v1/completions with one plain-text prompt — system and user text, then
     "Answer:" — for base models, which behind a chat endpoint only continue the chat template."""
     prompt: str = "reference-v1"
-    """Pairwise template `prompts/pairwise-<prompt>.txt`: reference-v1, p1-v1 … p5-v1."""
+    """Pairwise template: a packaged name (`novelty_audit/prompts/pairwise-<prompt>.txt`: reference-v1, p1-v1 …
+    p5-v1) or a project file (`prompts/my-judge.jinja2` or `.txt`; see prompts/README.md)."""
     pointwise_prompt: str | None = None
-    """Pointwise template `prompts/pointwise-<name>.txt`; default: the same name as `prompt`."""
+    """Pointwise template (packaged `pointwise-<name>.txt`, or a project file); default: the same as `prompt`."""
     reasoning: Literal["brief", "none"] = "brief"
     """brief: short reasoning, then the JSON verdict; none: JSON verdict only."""
     input_form: Literal["text", "plan"] = "text"
@@ -122,8 +125,9 @@ class LLMArgs(Frozen):
     """Presentation orders asked."""
     sampling: Sampling = Field(default_factory=Sampling)
     """Generation settings (all in the call key)."""
-    retrieval: RetrievalArgs | None = None
-    """Show related abstracts per idea; None: off."""
+    retrieval: RetrievalArgs | S2Args | None = None
+    """Show related abstracts per idea: `{corpus: ...}` (local corpus) or `{source: semantic-scholar, ...}`
+    (Graph API search, judges/_s2.py); None: off."""
     price: Price | None = None
     """This judge's price in USD per million tokens, overriding `judge.prices` (0 allowed)."""
     local: bool = False
@@ -150,6 +154,24 @@ class LLMArgs(Frozen):
     """After this many consecutive connection failures (refused, reset, connect timeout) the endpoint
     counts as down: nothing more is sent to it in this run and the remaining calls end as `error` with
     reason "circuit open" (they are asked again next run). 0: never give up early."""
+    batch: bool = False
+    """Send the calls not yet cached as provider batches (OpenAI Batch API, Anthropic Message Batches) at the
+    batch price instead of one request each; answers land in the same call cache under the same keys, so
+    verdicts equal an interactive run's. The batch id is recorded in the store before polling: a killed run
+    resumes the same batch (docs/design/judging.md, "Provider batches")."""
+    batch_discount: float = 0.5
+    """Batch price as a share of the interactive price (both providers charge half today)."""
+    batch_poll_s: float = 30.0
+    """Seconds between status polls of a running batch."""
+    batch_max_wait_s: float = 24 * 3600.0
+    """How long this run polls; a batch still running then ends its calls as `error` ("batch pending") and
+    the next run resumes polling it (never resubmits)."""
+    batch_failures: Literal["interactive", "next-batch"] = "interactive"
+    """What happens to calls a batch failed (OpenAI error file, Anthropic errored/expired results):
+    interactive: asked at once, one request each, at the interactive price; next-batch: left as `error`
+    (not cached), so the next run submits them in a new batch."""
+    batch_max_requests: int = 50000
+    """Calls per batch (the providers' limits: OpenAI 50,000, Anthropic 100,000); more make several batches."""
 
     @model_validator(mode="after")
     def _price_or_local(self) -> LLMArgs:
@@ -157,6 +179,10 @@ class LLMArgs(Frozen):
             raise ValueError("local: true means the calls cost nothing; drop `price` or set local: false")
         if self.circuit_breaker < 0:
             raise ValueError("circuit_breaker must be ≥ 0 (0: off)")
+        if not 0 < self.batch_discount <= 1:
+            raise ValueError("batch_discount must be in (0, 1] (0.5: half the interactive price)")
+        if self.batch_max_requests < 1 or self.batch_poll_s < 0 or self.batch_max_wait_s < 0:
+            raise ValueError("batch_max_requests must be ≥ 1, batch_poll_s and batch_max_wait_s ≥ 0")
         return self
 
 
@@ -431,15 +457,16 @@ class LLMJudge(VoteJudge):
                 ),
             )
         self.budget: Budget = budget if budget is not None else Budget(None)
-        self.cache = CallCache(ctx.cache_dir / "calls")
+        self.cache = CallCache(ctx.cache_dir / "calls", shared=ctx.shared_cache)
         self.retriever = None
         if args.retrieval is not None:
-            from ._retrieval import Retriever
+            from ._retrieval import make_retriever
 
-            self.retriever = Retriever(args.retrieval)
+            self.retriever = make_retriever(args.retrieval, ctx)  # local corpus or Semantic Scholar (_s2.py)
         self._facts: dict[str, Any] = {
             "calls": 0, "cache_hits": 0, "deduplicated": 0, "claim_waits": 0, "retries": 0, "errors": 0,
-            "truncated": 0, "cost_usd": 0.0, "latency_s": 0.0,
+            "truncated": 0, "cost_usd": 0.0, "latency_s": 0.0, "shared_cache_hits": 0,
+            "batches_submitted": 0, "batches_resumed": 0, "batch_failed": 0,
         }  # fmt: skip
         self._errors: Counter[str] = Counter()
         self._error_details: dict[str, str] = {}
@@ -522,6 +549,7 @@ class LLMJudge(VoteJudge):
             "orders": a.orders,
             "sampling": self.sampling(),
             "retrieval": self.retriever.config() if self.retriever else None,
+            **template_knobs(self.templates),  # a project template file: {"prompt_files": {path: sha256}}
         }
 
     def input_files(self):
@@ -530,7 +558,14 @@ class LLMJudge(VoteJudge):
     def extra_evidence(self, shown) -> dict[str, str]:
         if self.retriever is None:
             return {}
-        return {"retrieval": self.retriever.evidence_digest(shown), "corpus": self.retriever.corpus_digest}
+        return self.retriever.evidence_parts(shown, _slots(shown))
+
+    def evidence_docs(self, ideas) -> list[dict[str, Any]]:
+        return self.retriever.evidence_docs(ideas, _slots(ideas)) if self.retriever is not None else []
+
+    def close(self) -> None:
+        if self.retriever is not None:
+            self.retriever.close()
 
     def facts(self) -> dict[str, Any]:
         """Run facts: calls, cache hits, retries, cost, summed latency, and why calls failed
@@ -538,6 +573,8 @@ class LLMJudge(VoteJudge):
         out = dict(self._facts)
         out["errors_by_reason"] = dict(sorted(self._errors.items()))
         out["error_details"] = dict(sorted(self._error_details.items()))
+        if self.retriever is not None and self.retriever.facts():
+            out["retrieval"] = self.retriever.facts()
         return out
 
     # -- the engine ---------------------------------------------------------------------------------
@@ -594,8 +631,11 @@ class LLMJudge(VoteJudge):
     async def _run_all(self, calls: Sequence[Call]) -> list[CallResult]:
         results: list[CallResult | None] = [None] * len(calls)
         pending: dict[str, tuple[Call, Payload, list[int]]] = {}
-        for i, call in enumerate(calls):
-            payload, key = self._prepare(call)
+        prepared = [(call, *self._prepare(call)) for call in calls]
+        if not self.ctx.refresh and self.cache.shared is not None:
+            # One concurrent fetch of the team's answers to the local misses, instead of a round trip per call.
+            self._facts["shared_cache_hits"] += self.cache.prefetch(key for _, _, key in prepared)
+        for i, (call, payload, key) in enumerate(prepared):
             if key in pending:
                 # Same prompt and vote index (a pair shared by both datasets): one call answers both.
                 pending[key][2].append(i)
@@ -607,10 +647,56 @@ class LLMJudge(VoteJudge):
                 self._facts["cache_hits"] += 1
                 continue
             pending[key] = (call, payload, [i])
+        if pending and (self.args.batch or has_open_batches(self, pending)):
+            pending = await self._batch_all(pending, results)
         if pending:
             await self._ask_all(pending, results)
         assert all(r is not None for r in results)
         return results  # type: ignore[return-value]
+
+    async def _batch_all(self, pending: dict[str, tuple[Call, Payload, list[int]]], results: list) -> dict[str, tuple[Call, Payload, list[int]]]:
+        """Answer `pending` through provider batches (`_batch.run_batches`; with `batch: false` only open batches
+        of an earlier run are collected); returns the calls left for the interactive engine (those no batch
+        holds, and those a batch failed with `batch_failures: interactive`)."""
+        self.api_key()
+        outcome = await run_batches(self, pending, submit=self.args.batch)
+        for key, (entry, cached) in outcome.answered.items():
+            call, _, idxs = pending[key]
+            if entry["outcome"] == "truncated":
+                self._facts["truncated"] += 1
+            r = self._result(key, entry, cached=cached)
+            for i in idxs:
+                results[i] = r
+        left: dict[str, tuple[Call, Payload, list[int]]] = {k: pending[k] for k in outcome.untouched}
+        failed: Counter[str] = Counter()
+        for key, entry in outcome.failed.items():
+            self._facts["batch_failed"] += 1
+            retry = self.args.batch_failures == "interactive" and entry["error_reason"] not in ("batch pending", "batch unreachable")
+            if retry:
+                left[key] = pending[key]  # asked now, one request each
+                continue
+            failed[entry["error_reason"]] += 1
+            self._facts["errors"] += 1
+            self._errors[entry["error_reason"]] += 1
+            self._error_details[entry["error_reason"]] = entry["note"]
+            r = self._result(key, entry, cached=False)
+            for i in pending[key][2]:
+                results[i] = r
+        self._summarize(failed)
+        return left
+
+    # -- batch hooks (a backend that speaks a provider batch API implements these) -------------------
+    async def _batch_submit(self, client: Any, items: list[tuple[str, Payload]]) -> str:
+        """Submit one batch of (call key → payload), the key as the request's custom id; return the batch id."""
+        raise ConfigError(f"judge {self.name}: the {self.backend} backend has no batch API", hint="remove `batch: true`")
+
+    async def _batch_status(self, client: Any, batch_id: str) -> Any:
+        """The batch's `BatchStatus`."""
+        raise NotImplementedError
+
+    async def _batch_results(self, client: Any, batch_id: str) -> dict[str, Any]:
+        """call key → `Answer`, or a `CallFault` for a request the provider failed."""
+        raise NotImplementedError
 
     async def _ask_all(self, pending: dict[str, tuple[Call, Payload, list[int]]], results: list) -> None:
         self.api_key()  # fail before the first request when the key is missing
@@ -783,6 +869,11 @@ class LLMJudge(VoteJudge):
             "latency_s": round(latency, 6),
             "attempts": attempts,
         }
+
+
+def _slots(ideas) -> tuple[str, ...]:
+    """Evidence slots of ideas given in pair slot order (idea_0, idea_1) or one idea (pointwise)."""
+    return ("idea_0", "idea_1") if len(ideas) == 2 else ("idea",)
 
 
 class _Stopped(Exception):

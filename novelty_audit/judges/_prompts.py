@@ -3,6 +3,11 @@
 A rendered prompt is a list of chat messages; its canonical bytes enter the call key, and the template
 files' bytes enter the judge's `prompt_digest`, so changing one character of wording is a different call.
 
+A template is named either by a packaged name (`reference-v1` → `novelty_audit/prompts/pairwise-reference-v1.txt`)
+or by a project file (`prompts/my-judge.jinja2`, `prompts/mine.txt`: a ref holding "/" or ending in .txt/.jinja2/
+.j2), resolved relative to the project root (the working directory of `dvc repro` and the CLI). A project file's
+path and sha256 are a config knob (`prompt_files`), and it is an input of the judge stage.
+
 The parser reads a verdict only where the output contract puts it (the last non-empty line, or the whole
 answer as one JSON object) and never from text that names both labels, so an answer that echoes the
 format example, or hedges between the ideas, is `invalid` rather than a vote.
@@ -11,9 +16,11 @@ format example, or hedges between the ideas, is `invalid` rather than a vote.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 import orjson
 
@@ -26,10 +33,14 @@ __all__ = [
     "LABELS",
     "Parsed",
     "PromptTemplate",
+    "TemplateSource",
+    "is_template_file",
     "load_prompt",
     "parse_verdict",
     "prompt_names",
     "render_idea",
+    "resolve_template",
+    "template_knobs",
 ]
 
 LABELS = ("A", "B")
@@ -52,6 +63,140 @@ def _read(name: str) -> bytes:
         ) from None
 
 
+TEMPLATE_FILE_SUFFIXES = (".txt", ".jinja2", ".j2")
+"""A template ref ending in one of these (or holding a "/") names a project file, not a packaged template."""
+JINJA_SUFFIXES = (".jinja2", ".j2")
+"""Project files rendered with Jinja2 (strict: an undefined variable is an error); others use `{{name}}` substitution."""
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+TASK_VARIABLES: dict[str, tuple[str, ...]] = {
+    "pairwise": ("idea_a", "idea_b", "evidence", "answer_format"),
+    "pointwise": ("idea", "evidence", "answer_format"),
+}
+"""The variables a judge template may use, per task (the packaged placeholders)."""
+_REQUIRED: dict[str, tuple[str, ...]] = {"pairwise": ("idea_a", "idea_b"), "pointwise": ("idea",)}
+"""A judge template that never shows the idea(s) cannot be a judge prompt: refused when loaded."""
+
+
+def is_template_file(ref: str) -> bool:
+    """True when `ref` names a project file rather than a packaged template."""
+    return "/" in ref or "\\" in ref or ref.endswith(TEMPLATE_FILE_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class TemplateSource:
+    """One template's bytes and where they came from: a project file (`path`) or the package."""
+
+    ref: str
+    """As configured: a packaged name or a project file path."""
+    label: str
+    """Where the bytes were read (for messages): the project path or novelty_audit/prompts/<file>."""
+    data: bytes
+    path: str | None
+    """The project file (as configured, relative to the project root); None for a packaged template."""
+
+    @property
+    def jinja(self) -> bool:
+        return self.path is not None and self.path.endswith(JINJA_SUFFIXES)
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8")
+
+    @property
+    def sha256(self) -> str:
+        return digest_bytes(self.data)
+
+    def knob(self) -> dict[str, Any]:
+        """`{"prompt_files": {path: sha256}}` for a judge's config (empty for a packaged template, whose bytes
+        are covered by its versioned name and the prompt digest): an edit then names the file in the audit."""
+        return {"prompt_files": {self.path: self.sha256}} if self.path is not None else {}
+
+    def variables(self, text: str | None = None) -> set[str]:
+        """The variables `text` (default: the whole template) uses."""
+        text = self.text if text is None else text
+        if not self.jinja:
+            return set(_PLACEHOLDER.findall(text))
+        from jinja2 import TemplateSyntaxError, meta
+
+        try:
+            return set(meta.find_undeclared_variables(_jinja_env().parse(text)))
+        except TemplateSyntaxError as exc:
+            raise ConfigError(f"prompt template {self.label}, line {exc.lineno}: Jinja2 syntax error: {exc.message}") from None
+
+    def check(self, allowed: Collection[str], *, required: Collection[str] = (), text: str | None = None) -> None:
+        """Refuse a template using a variable outside `allowed` (naming file and variable), or lacking a `required` one."""
+        used = self.variables(text)
+        unknown = sorted(used - set(allowed))
+        if unknown:
+            raise ConfigError(
+                f"prompt template {self.label}: undefined variable {', '.join('{{' + v + '}}' for v in unknown)}",
+                hint=f"variables of this template: {', '.join('{{' + v + '}}' for v in allowed)}",
+            )
+        missing = [v for v in required if v not in used]
+        if missing:
+            raise ConfigError(
+                f"prompt template {self.label}: never uses {', '.join('{{' + v + '}}' for v in missing)}",
+                hint="a judge template must show the idea(s) it asks about",
+            )
+
+    def render(self, variables: Mapping[str, str], text: str | None = None) -> str:
+        """`text` (default: the whole template) with `variables` filled in; a variable the template uses but
+        `variables` lacks is a ConfigError naming the file and the variable. `{{name}}` templates are filled
+        in one pass, so a value is never read as a template itself."""
+        text = self.text if text is None else text
+        self.check(variables, text=text)
+        if self.jinja:
+            from jinja2 import TemplateError
+
+            try:
+                return _jinja_env().from_string(text).render(**variables)
+            except TemplateError as exc:  # e.g. {{ idea_a.missing }}, or an operation the sandbox refuses
+                raise ConfigError(f"prompt template {self.label}: {type(exc).__name__}: {exc}") from None
+        return _PLACEHOLDER.sub(lambda m: variables[m.group(1)], text)
+
+
+def _jinja_env():
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    # Sandboxed: a template file is data, not code. keep_trailing_newline: the bytes shown are the bytes written.
+    return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
+
+
+def resolve_template(ref: str, *, packaged: str | None = None, root: str | Path | None = None) -> TemplateSource:
+    """The template `ref` names: a project file (relative to `root`, default the working directory, i.e. the
+    project root) when `is_template_file(ref)`, else the packaged file `packaged` (default `<ref>.txt`) in
+    novelty_audit/prompts. A missing or non-UTF-8 file is a ConfigError naming it."""
+    if not is_template_file(ref):
+        name = packaged if packaged is not None else f"{ref}.txt"
+        return TemplateSource(ref=ref, label=f"novelty_audit/prompts/{name}", data=_read(name), path=None)
+    rel = Path(ref)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ConfigError(f"prompt template {ref}: give a path inside the project, relative to its root", hint="e.g. prompts/my-judge.jinja2")
+    full = Path(root or Path.cwd()) / rel
+    if not full.is_file():
+        raise ConfigError(
+            f"prompt template file {ref} does not exist (looked in {full.parent})",
+            hint="paths are relative to the project root; packaged templates are named without a suffix, e.g. reference-v1",
+        )
+    data = full.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"prompt template {ref}: not UTF-8 text (byte {exc.start})") from None
+    return TemplateSource(ref=ref, label=rel.as_posix(), data=data, path=rel.as_posix())
+
+
+def template_knobs(templates: Mapping[str, Any] | Collection[Any]) -> dict[str, Any]:
+    """`{"prompt_files": {path: sha256}}` over a judge's templates (PromptTemplate or TemplateSource); empty
+    when all are packaged, so judges without a template file keep their config digest."""
+    items = templates.values() if isinstance(templates, Mapping) else templates
+    files: dict[str, str] = {}
+    for t in items:
+        files.update(t.knob().get("prompt_files", {}))
+    return {"prompt_files": dict(sorted(files.items()))} if files else {}
+
+
 def prompt_names() -> list[str]:
     """Judge templates shipped with the package (task-variant-version); other stages' prompts are not listed."""
     root = resources.files("novelty_audit").joinpath("prompts")
@@ -71,16 +216,30 @@ class PromptTemplate:
     answer_format: str
     digest: str
     """sha256 over the exact template, format and verdict-form file bytes."""
+    source: TemplateSource | None = None
+    """The project file this template was read from; None for a packaged template."""
+
+    @property
+    def path(self) -> str | None:
+        """The project template file (an input of the judge stage), or None."""
+        return self.source.path if self.source is not None else None
+
+    def knob(self) -> dict[str, Any]:
+        return self.source.knob() if self.source is not None else {}
+
+    def _evidence(self, evidence: tuple[str, ...] | None) -> str:
+        if not evidence:
+            return ""
+        names = ["Idea A", "Idea B"] if self.task == "pairwise" else ["the idea"]
+        blocks = [f"Related prior work for {n}:\n{e}\n" for n, e in zip(names, evidence)]
+        return "\n" + "\n".join(blocks)
 
     def render(self, shown: tuple[Idea, ...], *, form: str = "text", evidence: tuple[str, ...] | None = None) -> list[dict[str, str]]:
         """Chat messages for one call. `evidence` holds one related-work block per shown idea (or None)."""
+        if self.source is not None:
+            return self._render_file(shown, form, evidence)
         user = self.user.replace("{{answer_format}}", self.answer_format)
-        if evidence:
-            names = ["Idea A", "Idea B"] if self.task == "pairwise" else ["the idea"]
-            blocks = [f"Related prior work for {n}:\n{e}\n" for n, e in zip(names, evidence)]
-            user = user.replace("{{evidence}}", "\n" + "\n".join(blocks))
-        else:
-            user = user.replace("{{evidence}}", "")
+        user = user.replace("{{evidence}}", self._evidence(evidence))
         if self.task == "pairwise":
             user = user.replace("{{idea_a}}", render_idea(shown[0], form)).replace("{{idea_b}}", render_idea(shown[1], form))
         else:
@@ -88,6 +247,20 @@ class PromptTemplate:
         msgs = [{"role": "user", "content": user}]
         if self.system:
             msgs.insert(0, {"role": "system", "content": self.system})
+        return msgs
+
+    def _render_file(self, shown: tuple[Idea, ...], form: str, evidence: tuple[str, ...] | None) -> list[dict[str, str]]:
+        """A project file's sections with the same values the packaged placeholders get (both sections are
+        filled, so a file may put {{answer_format}} in its system text)."""
+        assert self.source is not None
+        values = {"answer_format": self.answer_format, "evidence": self._evidence(evidence)}
+        if self.task == "pairwise":
+            values.update(idea_a=render_idea(shown[0], form), idea_b=render_idea(shown[1], form))
+        else:
+            values["idea"] = render_idea(shown[0], form)
+        msgs = [{"role": "user", "content": self.source.render(values, self.user)}]
+        if self.system:
+            msgs.insert(0, {"role": "system", "content": self.source.render(values, self.system)})
         return msgs
 
 
@@ -101,21 +274,40 @@ def render_idea(idea: Idea, form: str) -> str:
     raise ConfigError(f"unknown idea form '{form}'", hint="use text or plan")
 
 
-def load_prompt(task: Literal["pairwise", "pointwise"], name: str, reasoning: Literal["brief", "none"] = "brief") -> PromptTemplate:
-    """Load `prompts/<task>-<name>.txt`, the output contract `prompts/format-<reasoning>-v2.txt` and the
-    verdict form `prompts/verdict-<task>-v1.txt` shown in it."""
-    body = _read(f"{task}-{name}.txt")
+def load_prompt(
+    task: Literal["pairwise", "pointwise"], name: str, reasoning: Literal["brief", "none"] = "brief", *, root: str | Path | None = None
+) -> PromptTemplate:
+    """Load `prompts/<task>-<name>.txt` (or the project file `name`, see `resolve_template`), the output
+    contract `prompts/format-<reasoning>-v2.txt` and the verdict form `prompts/verdict-<task>-v1.txt` shown in it.
+
+    A project file is checked when loaded, before any call: it must have a [user] section, show the
+    idea(s) of its task and use no variable but the task's placeholders (`TASK_VARIABLES`)."""
+    src = resolve_template(name, packaged=f"{task}-{name}.txt", root=root)
+    body = src.data
     fmt_name, example_name = f"format-{reasoning}-{FORMAT_VERSION}.txt", f"verdict-{task}-{EXAMPLE_VERSION}.txt"
     fmt = _read(fmt_name)
     example = _read(example_name)
     text = body.decode("utf-8")
     if "[user]" not in text:
-        raise ConfigError(f"prompt {task}-{name}.txt has no [user] section")
+        raise ConfigError(f"prompt {src.label} has no [user] section", hint="start the user text with a line [user] (and the system text, if any, with [system])")
+    if src.path is not None:
+        try:
+            src.check(TASK_VARIABLES[task], required=_REQUIRED[task])
+        except ConfigError as exc:
+            # One file may serve as the pairwise and (by default) the pointwise template: say which use failed.
+            raise ConfigError(f"{exc.message} (used as the {task} template)", hint=exc.hint) from None
     if "{{verdict_example}}" not in fmt.decode("utf-8"):
         raise ConfigError(f"prompt {fmt_name} has no {{{{verdict_example}}}} placeholder")
     head, user = text.split("[user]", 1)
     system = head.replace("[system]", "", 1).strip()
     answer_format = fmt.decode("utf-8").strip().replace("{{verdict_example}}", example.decode("utf-8").strip())
+    if src.jinja:
+        # A trial render now, with and without evidence, so a template that fails only when filled in
+        # (attribute access, a refused operation) fails when the judge is built rather than mid-run.
+        for evidence in ("", "\nRelated prior work: ..."):
+            sample = {v: f"<{v}>" for v in TASK_VARIABLES[task]} | {"evidence": evidence, "answer_format": answer_format}
+            src.render(sample, head)
+            src.render(sample, user)
     return PromptTemplate(
         task=task,
         name=name,
@@ -124,6 +316,7 @@ def load_prompt(task: Literal["pairwise", "pointwise"], name: str, reasoning: Li
         user=user.strip("\n"),
         answer_format=answer_format,
         digest=digest_bytes(body + b"\0" + fmt + b"\0" + example),
+        source=src if src.path is not None else None,
     )
 
 

@@ -113,6 +113,11 @@ class VoteJudge(Judge):
         """Evidence beyond the idea texts, as {part: digest} (e.g. retrieved abstracts)."""
         return {}
 
+    def evidence_docs(self, ideas: Sequence[Idea]) -> list[dict[str, Any]]:
+        """The documents behind `extra_evidence` for ideas in pair slot order (slots idea_0, idea_1) or one
+        idea (slot idea): the `evidence_docs` column entries (judges._base.EVIDENCE_DOC_KEYS)."""
+        return []
+
     def facts(self) -> dict[str, Any]:
         """Run facts for the log (calls made, cache hits, cost)."""
         return {}
@@ -192,6 +197,7 @@ class VoteJudge(Judge):
             provider_model=_models(rs),
             cost_usd=sum(r.cost_usd for r in rs),
             error_reasons=_error_reasons(rs),
+            evidence_docs=self.evidence_docs(pair.ideas),
         )
 
     def _point_row(self, item: PointItem, answered: list[tuple[Call, CallResult]]) -> dict[str, Any]:
@@ -217,6 +223,7 @@ class VoteJudge(Judge):
         return pointwise_row(
             self, item, predicted=predicted, score=positive / len(answered), counts=counts, evidence_parts=parts,
             error_reasons=_error_reasons([r for _, r in answered]),
+            evidence_docs=self.evidence_docs((item.idea,)),
         )
 
 

@@ -7,14 +7,15 @@ A block depends on the idea's title and text only, and is memoized by their dige
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import digest_obj
+from ..artifacts import digest_bytes, digest_obj
 from ..errors import BadInputError, ConfigError
 from .distance import load_corpus, normalize_title
 
-__all__ = ["Retriever"]
+__all__ = ["Retriever", "make_retriever"]
 
 class Retriever:
     """TF-IDF nearest abstracts for each idea; blocks are cached per idea."""
@@ -40,7 +41,7 @@ class Retriever:
         except ValueError as exc:  # scikit-learn's "empty vocabulary": nothing but stop words
             raise BadInputError(f"retrieval corpus {self.path}: TF-IDF finds no usable term in its {len(self.records)} record(s): {exc}",
                                 hint="check the corpus abstracts (args.retrieval.corpus)") from None
-        self._blocks: dict[str, str] = {}
+        self._docs: dict[str, list[dict[str, Any]]] = {}
 
     def config(self) -> dict[str, Any]:
         return {"method": "tfidf", "corpus": self.path.as_posix(), "corpus_digest": self.corpus_digest, "k": self.args.k, "max_chars": self.args.max_chars}
@@ -48,29 +49,66 @@ class Retriever:
     def input_files(self) -> list[Path]:
         return [self.path]
 
-    def block(self, idea) -> str:
+    def docs(self, idea) -> list[dict[str, Any]]:
+        """The abstracts shown for `idea`: {doc_id, title, year, abstract (as shown), digest, similarity}, nearest first."""
         query = f"{idea.title}. {idea.text}"
         # The title takes part in the query and in the own-title filter: both decide the block.
         memo = digest_obj({"title": idea.title, "text": idea.text})
-        if memo in self._blocks:
-            return self._blocks[memo]
+        if memo in self._docs:
+            return self._docs[memo]
         sims = (self._matrix @ self._vec.transform([query]).T).toarray().ravel()
         own = normalize_title(idea.title)
         order = sorted(range(len(self.records)), key=lambda i: (-sims[i], self.records[i]["id"]))
-        lines = []
+        shown: list[dict[str, Any]] = []
         for i in order:
             r = self.records[i]
             if normalize_title(r["title"]) == own or sims[i] >= 0.95:
                 continue
             abstract = r["abstract"] if len(r["abstract"]) <= self.args.max_chars else r["abstract"][: self.args.max_chars] + "…"
-            lines.append(f"- {r['title']} ({r['year'] or 'n.d.'}): {abstract}")
-            if len(lines) == self.args.k:
+            shown.append({
+                "doc_id": r["id"], "title": r["title"], "year": int(r["year"]) if r["year"] else None, "abstract": abstract,
+                "digest": digest_bytes(f"{r['title']}\n{abstract}".encode()), "similarity": float(sims[i]),
+            })  # fmt: skip
+            if len(shown) == self.args.k:
                 break
-        self._blocks[memo] = "\n".join(lines)
-        return self._blocks[memo]
+        self._docs[memo] = shown
+        return shown
+
+    def block(self, idea) -> str:
+        return "\n".join(f"- {d['title']} ({d['year'] or 'n.d.'}): {d['abstract']}" for d in self.docs(idea))
 
     def blocks(self, shown) -> tuple[str, ...]:
         return tuple(self.block(i) for i in shown)
 
     def evidence_digest(self, shown) -> str:
         return digest_obj(sorted(self.block(i) for i in shown))
+
+    def evidence_parts(self, ideas: Sequence[Any], slots: Sequence[str]) -> dict[str, str]:
+        """{retrieval: digest of the blocks shown, corpus: its digest, <slot>_retrieved_<rank>: each abstract shown}."""
+        parts = {"retrieval": self.evidence_digest(ideas), "corpus": self.corpus_digest}
+        for slot, idea in zip(slots, ideas):
+            parts.update({f"{slot}_retrieved_{r}": d["digest"] for r, d in enumerate(self.docs(idea))})
+        return parts
+
+    def evidence_docs(self, ideas: Sequence[Any], slots: Sequence[str]) -> list[dict[str, Any]]:
+        return [
+            {"slot": slot, "rank": r, "doc_id": d["doc_id"], "digest": d["digest"], "title": d["title"], "year": d["year"],
+             "similarity": d["similarity"], "source": "corpus"}
+            for slot, idea in zip(slots, ideas) for r, d in enumerate(self.docs(idea))
+        ]  # fmt: skip
+
+    def facts(self) -> dict[str, int]:
+        return {}
+
+    def close(self) -> None:
+        """Nothing to release (the S2 retriever closes its HTTP client)."""
+
+
+def make_retriever(args: Any, ctx: Any) -> Retriever | Any:
+    """The retriever `args` selects: Semantic Scholar search (`source: semantic-scholar`) or the local corpus.
+    Both give blocks (what the prompt shows), evidence parts and evidence_docs for the same ideas."""
+    from ._s2 import S2Args, S2Retriever
+
+    if isinstance(args, S2Args):
+        return S2Retriever(args, ctx.cache_dir, refresh=ctx.refresh)
+    return Retriever(args)

@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from ..config import JudgeParams
-from ..artifacts import write_table
+from ..artifacts import digest_bytes, write_table
 from ..errors import BadInputError
 from ._base import (
     JUDGES_SCHEMA,
@@ -31,7 +31,9 @@ from ._base import (
 from ._build import Built
 from ._prompts import JUDGE_TEMPLATE_PREFIXES
 
-__all__ = ["JudgeMap", "JudgeRun", "failed_calls", "failure_line", "judge_stage_inputs", "load_items", "prompts_dir", "run_judges"]
+__all__ = [
+    "JudgeMap", "JudgeRun", "failed_calls", "failure_line", "judge_stage_inputs", "limit_items", "load_items", "prompts_dir", "run_judges",
+]  # fmt: skip
 
 JudgeMap = Callable[[Sequence[Judge], list[PairItem], list[PointItem]], list[JudgeOutput]]
 """Hook for orchestrators (flows/): run each judge over the items, one JudgeOutput per judge in order,
@@ -70,6 +72,8 @@ def judge_stage_inputs(jp: JudgeParams, pin_dir: Path, built: Built) -> list[Pat
     paths.extend(p for p in prompts_dir().iterdir() if p.name.startswith(JUDGE_TEMPLATE_PREFIXES))
     for j in built.judges:
         paths.extend(Path(p) for p in j.input_files())
+        # Project template files (prompt: prompts/x.jinja2) of any judge that renders templates.
+        paths.extend(Path(t.path) for t in getattr(j, "templates", {}).values() if getattr(t, "path", None))
     return sorted(set(paths))
 
 
@@ -87,7 +91,9 @@ def load_items(pin_dir: Path, datasets: list[str]) -> tuple[list[PairItem], list
             missing = [s for s in ("idea_0", "idea_1") if r[s] not in ideas]
             if missing:
                 raise BadInputError(f"{base / 'pairs.parquet'}: pair {r['pair_id']}, field {missing[0]}: idea not in ideas.parquet")
-            pairs.append(PairItem(ds, r["pair_id"], ideas[r["idea_0"]], ideas[r["idea_1"]], r["gold_idea_id"], r["context"]))
+            pairs.append(
+                PairItem(ds, r["pair_id"], ideas[r["idea_0"]], ideas[r["idea_1"]], r["gold_idea_id"], r["context"], r.get("source_key"))
+            )
         for r in pl.read_parquet(base / "pointwise.parquet").sort("idea_id").iter_rows(named=True):
             if r["idea_id"] not in ideas:
                 raise BadInputError(f"{base / 'pointwise.parquet'}: idea {r['idea_id']}, field idea_id: not in ideas.parquet")
@@ -138,9 +144,49 @@ def _summary(out: JudgeOutput) -> dict[str, dict[str, Any]]:
     return summary
 
 
+def limit_items(pairs: Sequence[PairItem], points: Sequence[PointItem], limit: int | None, seed: int) -> tuple[list[PairItem], list[PointItem]]:
+    """`judge.limit`: per dataset the `limit` pairs ranked first by sha256(seed, dataset, pair id), in their
+    input order, and the pointwise items of their ideas (a dataset without pairs: `limit` ideas, ranked alike). Ranking by a per-pair hash (not a shuffle of the
+    list) keeps a pair's membership independent of the other pairs: an added pair displaces at most one."""
+    if limit is None:
+        return list(pairs), list(points)
+    by_ds: dict[str, list[PairItem]] = {}
+    for p in pairs:
+        by_ds.setdefault(p.dataset, []).append(p)
+    keep: set[tuple[str, str]] = set()
+    for ds, items in by_ds.items():
+        ranked = sorted(items, key=lambda p: (digest_bytes(f"{seed}:{ds}:{p.pair_id}".encode()), p.pair_id))
+        keep.update((ds, p.pair_id) for p in ranked[:limit])
+    chosen = [p for p in pairs if (p.dataset, p.pair_id) in keep]
+    ideas = {(p.dataset, i.idea_id) for p in chosen for i in p.ideas}
+    # A dataset with pointwise items but no pairs: its `limit` ideas ranked the same way.
+    lone: dict[str, list[PointItem]] = {}
+    for pt in points:
+        if pt.dataset not in by_ds:
+            lone.setdefault(pt.dataset, []).append(pt)
+    for ds, items in lone.items():
+        ranked = sorted(items, key=lambda pt: (digest_bytes(f"{seed}:{ds}:{pt.idea.idea_id}".encode()), pt.idea.idea_id))
+        ideas.update((ds, pt.idea.idea_id) for pt in ranked[:limit])
+    return chosen, [pt for pt in points if (pt.dataset, pt.idea.idea_id) in ideas]
+
+
+def _limit_summary(jp: JudgeParams, all_pairs: Sequence[PairItem], pairs: Sequence[PairItem], points: Sequence[PointItem]) -> dict[str, Any]:
+    """What a limited run judged, per dataset: shown in the manifest summary (content, not a run fact)."""
+    total = Counter(p.dataset for p in all_pairs)
+    chosen = Counter(p.dataset for p in pairs)
+    ideas = Counter(p.dataset for p in points)
+    return {
+        "limit": jp.limit,
+        "seed": jp.seed,
+        "datasets": {ds: {"pairs": chosen[ds], "of_pairs": total[ds], "pointwise": ideas[ds]} for ds in sorted(set(total) | set(ideas))},
+    }
+
+
 def run_judges(jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, map_judges: JudgeMap | None = None) -> JudgeRun:
     """Run every built judge over the pinned items and write verdicts/pointwise/judges Parquet into `out_dir`."""
-    pairs, points = load_items(pin_dir, list(jp.datasets))
+    all_pairs, all_points = load_items(pin_dir, list(jp.datasets))
+    pairs, points = limit_items(all_pairs, all_points, jp.limit, jp.seed)
+    subset = _limit_summary(jp, all_pairs, pairs, points) if jp.limit is not None else None
     if "pairwise" not in jp.tasks:
         pairs = []
     if "pointwise" not in jp.tasks:
@@ -151,6 +197,8 @@ def run_judges(jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, m
     point_rows: list[dict] = []
     result = JudgeRun()
     result.summary["skipped_judges"] = dict(built.skipped)
+    if subset is not None:
+        result.summary["subset"] = subset
     mapped = map_judges(built.judges, pairs, points) if map_judges is not None and built.judges else None
     for i, judge in enumerate(built.judges):
         started = time.perf_counter()
@@ -161,6 +209,8 @@ def run_judges(jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, m
         point_rows.extend(out.pointwise)
         result.facts[judge.name] = {**out.facts, "seconds": round(time.perf_counter() - started, 4)}
         result.summary[judge.name] = _summary(out)
+        if out.exclusions:  # recorded, never dropped silently (e.g. imported rows matching no pinned pair)
+            result.summary.setdefault("exclusions", {})[judge.name] = out.exclusions
         result.failed.update(failed_calls(judge, [*out.pairwise, *out.pointwise]))
     verdicts = pl.DataFrame(pair_rows, schema=PAIRWISE_SCHEMA) if pair_rows else pl.DataFrame(schema=PAIRWISE_SCHEMA)
     pointwise = pl.DataFrame(point_rows, schema=POINTWISE_SCHEMA) if point_rows else pl.DataFrame(schema=POINTWISE_SCHEMA)

@@ -24,7 +24,7 @@ from ._estimates import (
     seeded_rng,
     wilson_interval,
 )
-from ._files import FlipsReport, QualityReport, flips_report, quality_report, read_verdict_file
+from ._files import ExportResult, FlipsReport, QualityReport, export_gold, export_verdicts, flips_report, quality_report, read_verdict_file
 from ..config import MetricsParams
 from ._registry import METRICS, MetricSpec, metric
 from ._views import PairwiseView, PointwiseView, pairwise_view, pointwise_view
@@ -58,6 +58,9 @@ __all__ = [
     "Resampler",
     "seeded_rng",
     "wilson_interval",
+    "ExportResult",
+    "export_gold",
+    "export_verdicts",
     "FlipsReport",
     "QualityReport",
     "flips_report",

@@ -34,7 +34,7 @@ from ._estimates import (
 )
 from ..config import MetricsParams
 from ._registry import METRICS, MetricSpec
-from ._views import PairwiseView, check_unique, pairwise_view, pointwise_view
+from ._views import PairwiseView, check_unique, is_covered, pairwise_view, pointwise_view
 
 __all__ = [
     "BY_REASON",
@@ -224,6 +224,7 @@ def _pair_rows(v: PairwiseView, verdicts: list[str | None], gold: list[str | Non
                 "correct": bool(v.correct[i]),
                 "tie": bool(v.tie[i]),
                 "no_verdict": bool(v.no_verdict[i]),
+                "covered": bool(v.covered[i]),
                 "soft_score": float(v.correct[i] + 0.5 * v.tie[i]),
                 "orders_differ": bool(v.orders_differ[i]) if v.both_orders[i] else None,
                 "first_position_votes": int(v.first_votes[i]),
@@ -249,6 +250,7 @@ PAIR_SCHEMA = {
     "correct": pl.Boolean,
     "tie": pl.Boolean,
     "no_verdict": pl.Boolean,
+    "covered": pl.Boolean,
     "soft_score": pl.Float64,
     "orders_differ": pl.Boolean,
     "first_position_votes": pl.Int64,
@@ -375,9 +377,8 @@ def compute_metrics(
     datasets = sorted(
         set(verdicts["dataset"].unique().to_list()) | (set(pointwise["dataset"].unique().to_list()) if pointwise is not None else set())
     )
-    judges_by_ds = {
-        ds: sorted(verdicts.filter(pl.col("dataset") == ds)["judge"].unique().to_list()) for ds in datasets
-    }
+    # A judge that covers none of a dataset's pairs has no entry there (no 0.000 rows for data it never saw).
+    judges_by_ds = {ds: _covering_judges(verdicts.filter(pl.col("dataset") == ds), "verdict") for ds in datasets}
     plan = _comparison_plan(judges_by_ds, params, groups)
     pw_specs = METRICS.for_table("pairwise")
     pt_specs = METRICS.for_table("pointwise")
@@ -398,7 +399,8 @@ def compute_metrics(
             views[j] = v
             reason_rows += _reason_rows(ds, j, "pairwise", v.error_reasons)
             vm = dict(zip(part["pair_id"].to_list(), part["verdict"].to_list()))
-            verdict_maps[j] = vm
+            # Comparisons see covered pairs only: an uncovered pair has no verdict to flip.
+            verdict_maps[j] = {p: vm[p] for p, c in zip(v.ids, v.covered) if c}
             for pid, g in zip(part["pair_id"].to_list(), part["gold_idea_id"].to_list()):
                 if gold.setdefault(pid, g) != g:
                     raise BadInputError(
@@ -415,6 +417,7 @@ def compute_metrics(
 
         if pointwise is not None:
             dp = pointwise.filter(pl.col("dataset") == ds)
+            dp = dp.filter(pl.col("judge").is_in(_covering_judges(dp, "predicted")))
             if dp.height:
                 ids = sorted(dp["idea_id"].unique().to_list())
                 pweights = Resampler(bootstrap_weights(len(ids), B, seeded_rng(params.seed, ds, "pointwise"))) if B else None
@@ -442,6 +445,11 @@ def compute_metrics(
         definitions=definitions,
         error_reasons=pl.DataFrame(reason_rows, schema=ERROR_REASON_SCHEMA) if reason_rows else pl.DataFrame(schema=ERROR_REASON_SCHEMA),
     )
+
+
+def _covering_judges(df: pl.DataFrame, verdict_col: str) -> list[str]:
+    """Judges (sorted) with at least one covered row in this one-dataset slice (`_views.is_covered`)."""
+    return sorted({r["judge"] for r in df.iter_rows(named=True) if is_covered(r, r[verdict_col])})
 
 
 def _reason_rows(ds: str, judge: str, table: str, reasons: dict[str, int]) -> list[dict[str, Any]]:

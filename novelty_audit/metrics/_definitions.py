@@ -1,8 +1,9 @@
 """Every metric, each one function registered with its direction and uncertainty.
 
-Denominators (one convention for all pairwise shares): a pair the judge covered counts once in
-`n_pairs`; strict accuracy, soft accuracy, tie rate and coverage divide by `n_pairs`, so a `none`
-verdict (no valid vote) is a wrong answer that stays in the denominator. Failed calls (invalid,
+Denominators (one convention for all pairwise shares): a pair the judge returned a row for counts once
+in `n_pairs`; strict accuracy, soft accuracy, tie rate and verdict rate divide by `n_pairs`, so a `none`
+verdict (no valid vote) is a wrong answer that stays in the denominator. `coverage` divides the pairs the
+judge was asked about (`covered`) by all pairs of the dataset; `accuracy_on_covered` divides by `covered`. Failed calls (invalid,
 truncated, refusal, error) are counted on their own and are nobody's vote; errors are also broken down
 by reason (`n_error_by_reason`, computed with the metrics tables, not here: it is not one number).
 Run facts such as latency are not metrics: they live in the run log, never in metrics.json.
@@ -51,10 +52,29 @@ def tie_rate(v: PairwiseView) -> Ratio:
     return Ratio(v.tie, v.present)
 
 
-@metric("coverage", table="pairwise", direction="higher", uncertainty=("bootstrap", "wilson"))
-def coverage(v: PairwiseView) -> Ratio:
+@metric("verdict_rate", table="pairwise", direction="higher", uncertainty=("bootstrap", "wilson"))
+def verdict_rate(v: PairwiseView) -> Ratio:
     """Pairs with a valid verdict (an idea or tie, not none) / n_pairs."""
     return Ratio(v.present - v.no_verdict, v.present)
+
+
+@metric("covered", table="pairwise", direction="none")
+def covered(v: PairwiseView) -> Count:
+    """Pairs the judge was asked about: a verdict other than none, or at least one call of any outcome
+    (an imported file without a row for a pair does not cover it)."""
+    return Count(int(v.covered.sum()))
+
+
+@metric("coverage", table="pairwise", direction="higher", uncertainty=("bootstrap", "wilson"))
+def coverage(v: PairwiseView) -> Ratio:
+    """Covered pairs / all pairs of the dataset (every pair any judge returned a row for)."""
+    return Ratio(v.covered, np.ones_like(v.covered))
+
+
+@metric("accuracy_on_covered", table="pairwise", direction="higher", uncertainty=("bootstrap", "wilson"))
+def accuracy_on_covered(v: PairwiseView) -> Ratio | None:
+    """Correct / covered pairs (tie and none among covered pairs are wrong); undefined without a covered pair."""
+    return Ratio(v.correct * v.covered, v.covered) if v.covered.any() else None
 
 
 @metric("n_no_verdict", table="pairwise", direction="lower")

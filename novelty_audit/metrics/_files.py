@@ -4,6 +4,10 @@ Every problem with the files — not a file, not text (a Parquet or binary file)
 column, a row with too many or too few fields, an unbalanced quote, a duplicated id, ids that do not match,
 a verdict outside the allowed set — is a `BadInputError` naming file, line and field; no row is skipped.
 Mismatched ids are reported instead when the caller asks for it (`report_mismatches`).
+
+Pairwise files (what `novelty-audit export verdicts` writes) may carry the pair's two ideas in columns
+`idea_0`, `idea_1`: a row's allowed verdicts are then exactly those two idea ids, `tie` and `none`, so the
+losing idea of a pair — never seen in gold — is a valid verdict and a typo is still caught.
 """
 
 from __future__ import annotations
@@ -15,13 +19,20 @@ from typing import Any
 
 import orjson
 
-from ..artifacts import csv_records
+import polars as pl
+
+from ..artifacts import atomic_write_bytes, csv_records
 from ..errors import BadInputError
 from ._compare import NONE, TIE, compare_verdicts
+from ._views import is_covered
 
-__all__ = ["read_verdict_file", "FlipsReport", "flips_report", "QualityReport", "quality_report"]
+__all__ = [
+    "read_verdict_file", "FlipsReport", "flips_report", "QualityReport", "quality_report", "ExportResult",
+    "export_verdicts", "export_gold",
+]
 
 ID, VERDICT = "id", "verdict"
+IDEA_0, IDEA_1 = "idea_0", "idea_1"
 
 
 _PARQUET_MAGIC = b"PAR1"
@@ -134,11 +145,16 @@ def read_verdict_file(path: str | Path) -> dict[str, str]:
 
     Values are stripped strings. Empty files, missing fields or values and duplicated ids are errors.
     """
-    path = Path(path)
+    return _read_verdicts(Path(path))[0]
+
+
+def _read_verdicts(path: Path) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """({id: verdict}, {id: (idea_0, idea_1)} for rows that name their pair's two ideas)."""
     rows = _rows(path)
     if not rows:
         raise BadInputError(f"{path}: no rows", hint=f"the file needs one row per item with fields {ID},{VERDICT}")
     out: dict[str, str] = {}
+    pairs: dict[str, tuple[str, str]] = {}
     first_line: dict[str, int] = {}
     for line, row in rows:
         for f in (ID, VERDICT):
@@ -157,7 +173,13 @@ def read_verdict_file(path: str | Path) -> dict[str, str]:
             )
         first_line[key] = line
         out[key] = str(row[VERDICT]).strip()
-    return out
+        ideas = [str(row.get(c) or "").strip() for c in (IDEA_0, IDEA_1)]
+        if all(ideas):
+            pairs[key] = (ideas[0], ideas[1])
+        elif any(ideas):
+            missing = IDEA_0 if not ideas[0] else IDEA_1
+            raise BadInputError(f"{path}: line {line}, field '{missing}': empty while the other idea is given")
+    return out, pairs
 
 
 def _allowed(allowed: str | Iterable[str] | None) -> set[str] | None:
@@ -174,8 +196,31 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.4g}"
 
 
-def _check_allowed(values: dict[str, str], allowed: set[str], path: Path | str, how: str) -> None:
-    bad = sorted((k, v) for k, v in values.items() if v not in allowed)
+def _merge_pairs(*named: tuple[Path | str, dict[str, tuple[str, str]]]) -> dict[str, tuple[str, str]]:
+    """{id: the pair's ideas} over several files; one id naming two different pairs is an error."""
+    out: dict[str, tuple[str, str]] = {}
+    seen_in: dict[str, Path | str] = {}
+    for path, pairs in named:
+        for k, ideas in pairs.items():
+            if k in out and set(out[k]) != set(ideas):
+                raise BadInputError(
+                    f"{path}: id {k}: ideas {ideas[0]}, {ideas[1]} differ from {out[k][0]}, {out[k][1]} in {seen_in[k]}",
+                    hint="both files must be exports of the same pinned pairs",
+                )
+            out.setdefault(k, ideas)
+            seen_in.setdefault(k, path)
+    return out
+
+
+def _check_allowed(
+    values: dict[str, str], allowed: set[str], path: Path | str, how: str, pairs: dict[str, tuple[str, str]] | None = None,
+    extra: frozenset[str] = frozenset({TIE, NONE}),
+) -> None:
+    """Every value in `allowed`, except ids with known pair ideas (`pairs`): those allow their ideas + `extra`."""
+    pairs = pairs or {}
+    bad = sorted(
+        (k, v) for k, v in values.items() if v not in (set(pairs[k]) | extra if k in pairs else allowed)
+    )
     if bad:
         shown = ", ".join(f"id {k}: {v!r}" for k, v in bad[:5])
         raise BadInputError(
@@ -252,11 +297,13 @@ def flips_report(
 ) -> FlipsReport:
     """Compare two verdict files by id.
 
-    Allowed verdicts: `allowed` if given (a set or a comma-separated string), else the values seen in gold,
-    plus `tie` and `none`, plus every value that both files use.
+    Allowed verdicts: `allowed` if given (a set or a comma-separated string); else, for a row naming its
+    pair's ideas (`idea_0`, `idea_1` columns, as `export verdicts` writes), those two ideas, `tie` and `none`;
+    for other rows the values seen in gold, plus `tie` and `none`, plus every value that both files use.
     """
-    b, a = read_verdict_file(before), read_verdict_file(after)
+    (b, pb), (a, pa) = _read_verdicts(Path(before)), _read_verdicts(Path(after))
     g = read_verdict_file(gold) if gold is not None else None
+    pairs = _merge_pairs((before, pb), (after, pa)) if allowed is None else {}
     explicit = _allowed(allowed)
     if explicit is not None:
         allowed_set, how = explicit, "from --allowed"
@@ -264,10 +311,10 @@ def flips_report(
         # Gold names only winners, so the losing idea of a pair never appears in it; a value both files use
         # is a real verdict, while one used by a single file only and unknown to gold is most likely a typo.
         allowed_set = (set(g.values()) if g is not None else set()) | {TIE, NONE} | (set(b.values()) & set(a.values()))
-        how = "gold values, tie, none and values used in both files"
+        how = "the pair's two ideas, tie and none" if pairs else "gold values, tie, none and values used in both files"
     _check_ids(b, a, f"BEFORE ({before})", f"AFTER ({after})", report_mismatches)
-    _check_allowed(b, allowed_set, before, how)
-    _check_allowed(a, allowed_set, after, how)
+    _check_allowed(b, allowed_set, before, how, pairs)
+    _check_allowed(a, allowed_set, after, how, pairs)
     missing: list[str] = []
     if g is not None:
         missing = sorted((set(b) | set(a)) - set(g))
@@ -359,33 +406,45 @@ def quality_report(
 ) -> QualityReport:
     """Score PRED against the reference labels (and against a repeat run for stability).
 
-    Allowed labels: `allowed` if given, else the reference's labels plus the abstain label.
+    Allowed labels: `allowed` if given; else, for a row naming its pair's ideas (`idea_0`, `idea_1`), those
+    ideas, `tie`, `none` and the abstain label; for other rows the reference's labels plus `tie` and the
+    abstain label. Abstaining = the abstain label or `none` (no verdict). `tie` is a verdict, not an
+    abstention: it counts as answered and is correct only where the reference says `tie`.
     """
-    pred, ref = read_verdict_file(prediction), read_verdict_file(reference)
-    rep = read_verdict_file(repeat) if repeat is not None else None
+    (pred, pp), ref = _read_verdicts(Path(prediction)), read_verdict_file(reference)
+    rep, rp = _read_verdicts(Path(repeat)) if repeat is not None else (None, {})
     explicit = _allowed(allowed)
-    allowed_set = explicit if explicit is not None else set(ref.values()) | {abstain_label}
-    how = "from --allowed" if allowed is not None else f"reference labels plus '{abstain_label}'"
-    _check_allowed(pred, allowed_set, prediction, how)
+    pairs = _merge_pairs((prediction, pp), (repeat or "", rp)) if explicit is None else {}
+    allowed_set = explicit if explicit is not None else set(ref.values()) | {abstain_label, TIE}
+    how = "from --allowed" if explicit is not None else f"reference labels plus tie and '{abstain_label}'"
+    if pairs:
+        how += "; pairwise rows: the pair's two ideas, tie, none"
+    extra = frozenset({TIE, NONE, abstain_label})
+    _check_allowed(pred, allowed_set, prediction, how, pairs, extra)
     if rep is not None:
-        _check_allowed(rep, allowed_set, repeat, how)
+        _check_allowed(rep, allowed_set, repeat, how, pairs, extra)
         _check_ids(pred, rep, f"PRED ({prediction})", f"--repeat ({repeat})", report_mismatches)
     _check_ids(pred, ref, f"PRED ({prediction})", f"--reference ({reference})", report_mismatches)
     ids = sorted(set(pred) & set(ref))
+    abstains = {abstain_label, NONE}
+
+    def abstained(v: str) -> bool:
+        return v in abstains
+
     answerable = [k for k in ids if ref[k] != abstain_label]
     ref_abstain = [k for k in ids if ref[k] == abstain_label]
-    answered = [k for k in ids if pred[k] != abstain_label]
+    answered = [k for k in ids if not abstained(pred[k])]
     stability = None
     if rep is not None:
         common = sorted(set(pred) & set(rep))
         stability = _share(sum(pred[k] == rep[k] for k in common), len(common))
     return QualityReport(
         n=len(ids),
-        reference_accuracy=_share(sum(pred[k] == ref[k] for k in ids), len(ids)),
-        answered_fraction=_share(sum(pred[k] != abstain_label for k in answerable), len(answerable)),
+        reference_accuracy=_share(sum(pred[k] == ref[k] or (abstained(pred[k]) and ref[k] == abstain_label) for k in ids), len(ids)),
+        answered_fraction=_share(sum(not abstained(pred[k]) for k in answerable), len(answerable)),
         accuracy_on_answered=_share(sum(pred[k] == ref[k] for k in answered), len(answered)),
-        correct_abstention=_share(sum(pred[k] == abstain_label for k in ref_abstain), len(ref_abstain)),
-        unsupported_confident=_share(sum(pred[k] != abstain_label for k in ref_abstain), len(ref_abstain)),
+        correct_abstention=_share(sum(abstained(pred[k]) for k in ref_abstain), len(ref_abstain)),
+        unsupported_confident=_share(sum(not abstained(pred[k]) for k in ref_abstain), len(ref_abstain)),
         stability=stability,
         n_answerable=len(answerable),
         n_answered=len(answered),
@@ -396,3 +455,105 @@ def quality_report(
         only_repeat=sorted(set(rep) - set(pred)) if rep is not None else [],
         only_prediction_not_repeated=sorted(set(pred) - set(rep)) if rep is not None else [],
     )
+
+
+# -- export: the judge stage's verdicts as id,verdict files ----------------------------------------------
+
+EXPORT_COLUMNS = (ID, VERDICT, "dataset", "pair_id", IDEA_0, IDEA_1)
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What `export_verdicts` / `export_gold` wrote."""
+
+    path: str
+    rows: int
+    datasets: list[str]
+    uncovered: int = 0
+    """Pairs the judge was never asked about (verdict none, zero calls), left out of the file."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def lines(self) -> list[str]:
+        out = [f"wrote {self.rows} row(s) to {self.path} ({', '.join(self.datasets)})"]
+        if self.uncovered:
+            out.append(f"left out {self.uncovered} pair(s) the judge was never asked about (not covered)")
+        return out
+
+
+def _read_verdict_table(path: Path) -> pl.DataFrame:
+    if not path.exists():
+        raise BadInputError(f"{path}: no verdict table", hint="run the judge stage first (`novelty-audit stage judge` or `dvc repro`)")
+    return pl.read_parquet(path)
+
+
+def _pick_dataset(df: pl.DataFrame, dataset: str | None, what: str) -> pl.DataFrame:
+    if dataset is None:
+        return df
+    known = sorted(df["dataset"].unique().to_list())
+    if dataset not in known:
+        raise BadInputError(f"--dataset {dataset}: {what} has no rows for it", hint=f"datasets: {', '.join(known) or 'none'}")
+    return df.filter(pl.col("dataset") == dataset)
+
+
+def _write_rows(rows: list[dict[str, Any]], out: Path, fmt: str | None) -> str:
+    fmt = fmt or ("jsonl" if out.suffix.lower() in (".jsonl", ".ndjson") else "csv")
+    if fmt not in ("csv", "jsonl"):
+        raise BadInputError(f"--format {fmt}: expected csv or jsonl")
+    if fmt == "jsonl":
+        data = b"".join(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) + b"\n" for r in rows)
+    else:
+        import csv
+        import io
+
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(EXPORT_COLUMNS), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+        data = buf.getvalue().encode("utf-8")
+    atomic_write_bytes(out, data)
+    return fmt
+
+
+def _export_rows(df: pl.DataFrame, value_col: str, single: bool) -> list[dict[str, Any]]:
+    rows = []
+    for r in df.sort("dataset", "pair_id").iter_rows(named=True):
+        rid = r["pair_id"] if single else f"{r['dataset']}/{r['pair_id']}"
+        rows.append({ID: rid, VERDICT: r[value_col], "dataset": r["dataset"], "pair_id": r["pair_id"], IDEA_0: r["idea_0"], IDEA_1: r["idea_1"]})
+    return rows
+
+
+def export_verdicts(verdicts: str | Path, out: str | Path, *, judge: str, dataset: str | None = None, fmt: str | None = None) -> ExportResult:
+    """Write one judge's pairwise verdicts (from the judge stage's verdicts.parquet) as an `id,verdict` file
+    that `flips` and `quality` read. id = pair_id with `dataset`, else `<dataset>/<pair_id>`; columns
+    idea_0/idea_1 name the pair's ideas so the readers can check each verdict against its pair. Pairs the
+    judge was never asked about (uncovered) are left out and counted."""
+    df = _read_verdict_table(Path(verdicts))
+    judges = sorted(df["judge"].unique().to_list())
+    if judge not in judges:
+        import difflib
+
+        close = difflib.get_close_matches(judge, judges, n=3)
+        raise BadInputError(
+            f"--judge {judge}: no verdicts in {verdicts}",
+            hint=f"did you mean {', '.join(close)}?" if close else f"judges: {', '.join(judges) or 'none'}",
+        )
+    df = _pick_dataset(df.filter(pl.col("judge") == judge), dataset, f"judge {judge}")
+    covered = [is_covered(r, r["verdict"]) for r in df.iter_rows(named=True)]
+    kept = df.filter(pl.Series(covered, dtype=pl.Boolean)) if df.height else df
+    if not kept.height:
+        raise BadInputError(f"--judge {judge}: covers no pair{f' of dataset {dataset}' if dataset else ''}", hint="nothing to export")
+    _write_rows(_export_rows(kept, "verdict", dataset is not None), Path(out), fmt)
+    return ExportResult(str(out), kept.height, sorted(kept["dataset"].unique().to_list()), df.height - kept.height)
+
+
+def export_gold(verdicts: str | Path, out: str | Path, *, dataset: str | None = None, fmt: str | None = None) -> ExportResult:
+    """Write the gold idea of every pair in the verdict table as an `id,verdict` file (for `flips --gold` and
+    `quality --reference`), with the same ids as `export_verdicts` given the same `dataset`."""
+    df = _pick_dataset(_read_verdict_table(Path(verdicts)), dataset, "the verdict table")
+    pairs = df.select("dataset", "pair_id", "idea_0", "idea_1", "gold_idea_id").unique()
+    if not pairs.height:
+        raise BadInputError(f"{verdicts}: no pairs", hint="run the judge stage with the pairwise task")
+    _write_rows(_export_rows(pairs, "gold_idea_id", dataset is not None), Path(out), fmt)
+    return ExportResult(str(out), pairs.height, sorted(pairs["dataset"].unique().to_list()))

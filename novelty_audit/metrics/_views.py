@@ -1,8 +1,12 @@
 """Per-item arrays of one (dataset, judge) slice of a verdict table, aligned to a fixed id order.
 
 Every view is aligned to a `universe` of ids (sorted) shared by all judges of a dataset, so that one
-bootstrap weight matrix pairs every judge's items. Items a judge did not cover are zero everywhere
+bootstrap weight matrix pairs every judge's items. Items a judge returned no row for are zero everywhere
 with `present = 0`; they never enter a denominator.
+
+`covered`: the judge was asked about the item — its row has a verdict other than `none`, or at least one
+call of any outcome. A `none` row with zero calls (an imported file without a row for the pair) is present
+but not covered. Tables without count columns (files made elsewhere) count every row as covered.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import polars as pl
 
 from ..errors import BadInputError
 
-__all__ = ["PairwiseView", "PointwiseView", "pairwise_view", "pointwise_view", "TIE", "NONE", "check_unique"]
+__all__ = ["PairwiseView", "PointwiseView", "pairwise_view", "pointwise_view", "TIE", "NONE", "check_unique", "is_covered"]
 
 TIE = "tie"
 NONE = "none"
@@ -63,6 +67,8 @@ class PairwiseView:
     n_truncated: np.ndarray = field(default_factory=lambda: np.zeros(0))
     error_reasons: dict[str, int] = field(default_factory=dict)
     """Failed calls by reason, summed over the slice; sums to n_error (`unspecified` where no reason was recorded)."""
+    covered: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """The judge was asked about the pair (see the module docstring); ⊆ present."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,8 @@ class PointwiseView:
     n_truncated: np.ndarray = field(default_factory=lambda: np.zeros(0))
     error_reasons: dict[str, int] = field(default_factory=dict)
     """As in PairwiseView."""
+    covered: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """As in PairwiseView."""
 
 
 def _align(ids: list[str], universe: list[str]) -> np.ndarray:
@@ -106,6 +114,16 @@ def _idea_votes(votes: list[str] | None, a: str, b: str) -> int:
 def _count(r: dict, col: str) -> int:
     # Tables made elsewhere (imported verdict files, older runs) may lack a count column: nothing counted.
     return int(r.get(col) or 0)
+
+
+_CALL_COUNTS = ("n_valid", "n_invalid", "n_refusal", "n_error", "n_truncated")
+
+
+def is_covered(r: dict, verdict: str | None) -> bool:
+    """A row is covered unless it is `none` with every call count present and zero (nobody was asked)."""
+    if verdict != NONE or any(r.get(c) is None for c in _CALL_COUNTS):
+        return True
+    return sum(int(r[c]) for c in _CALL_COUNTS) > 0
 
 
 def _add_reasons(total: Counter[str], r: dict, where: str) -> None:
@@ -148,6 +166,7 @@ def pairwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where:
     present, correct, tie, none, decisive = arr(), arr(), arr(), arr(), arr()
     both, differ, first, ideas = arr(), arr(), arr(), arr()
     inv, ref, err, trunc, cost = arr(), arr(), arr(), arr(), arr()
+    covered = arr()
     reasons: Counter[str] = Counter()
     for i, r in zip(at, rows):
         a, b, v = r["idea_0"], r["idea_1"], r["verdict"]
@@ -161,6 +180,7 @@ def pairwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where:
                     hint="verdicts name an idea by idea_id (docs/design/tables.md)",
                 )
         present[i] = 1
+        covered[i] = is_covered(r, v)
         correct[i] = v == r["gold_idea_id"]
         tie[i] = v == TIE
         none[i] = v == NONE
@@ -178,7 +198,7 @@ def pairwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where:
         cost[i] = np.nan if r.get("cost_usd") is None else r["cost_usd"]
     return PairwiseView(
         dataset, judge, universe, present, correct, tie, none, decisive, both, differ, first, ideas, inv, ref, err, cost,
-        trunc, dict(sorted(reasons.items())),
+        trunc, dict(sorted(reasons.items())), covered,
     )
 
 
@@ -189,6 +209,7 @@ def pointwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where
     present, correct, answered = np.zeros(n), np.zeros(n), np.zeros(n)
     scores = np.full(n, np.nan)
     inv, ref, err, trunc = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    covered = np.zeros(n)
     reasons: Counter[str] = Counter()
     gold: list[str | None] = [None] * n
     pred: list[str | None] = [None] * n
@@ -200,6 +221,7 @@ def pointwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where
                 f"{POSITIVE}, {NEGATIVE} or '{NONE}'",
             )
         present[i] = 1
+        covered[i] = is_covered(r, p)
         gold[i], pred[i] = r["gold_label"], p
         correct[i] = p == r["gold_label"]
         answered[i] = p != NONE
@@ -209,5 +231,6 @@ def pointwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where
         inv[i], ref[i], err[i], trunc[i] = (_count(r, c) for c in ("n_invalid", "n_refusal", "n_error", "n_truncated"))
         _add_reasons(reasons, r, f"{where}: dataset {dataset}, judge {judge}, idea {r['idea_id']}")
     return PointwiseView(
-        dataset, judge, universe, present, gold, pred, correct, answered, scores, inv, ref, err, trunc, dict(sorted(reasons.items()))
+        dataset, judge, universe, present, gold, pred, correct, answered, scores, inv, ref, err, trunc, dict(sorted(reasons.items())),
+        covered,
     )

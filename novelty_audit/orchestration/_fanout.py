@@ -77,16 +77,29 @@ FACTS_ATTR = "novelty_audit_facts"
 """Attribute a failed chunk's exception carries: the run facts of the calls it made before failing."""
 
 
-def run_chunk(jp: JudgeParams, store_root: str | Path, chunk: JudgeChunk, budget: Budget | None = None) -> JudgeOutput:
+def run_chunk(
+    jp: JudgeParams,
+    store_root: str | Path,
+    chunk: JudgeChunk,
+    budget: Budget | None = None,
+    *,
+    shared_cache: str | None = None,
+    shared_cache_options: dict[str, Any] | None = None,
+) -> JudgeOutput:
     """Build the chunk's judge from params and answer its items (what one task does).
 
     `budget`: the stage run's budget (picklable, its state in the store), so every chunk of a run, in any
     process, draws on one cap; None makes a budget for this chunk alone.
+    `shared_cache` / `shared_cache_options`: params `store.shared_cache*`, so a chunk reads and fills the team
+    call cache exactly as the unsplit stage does.
 
     On failure the exception carries the chunk's run facts so far (`failed_chunk_facts`): calls already
     paid for are still counted. (An attribute survives pickling, so this holds on Dask and Ray workers too.)
     """
-    built = build_judges(jp, store_root=store_root, names=[chunk.judge], progress=False, budget=budget)
+    built = build_judges(
+        jp, store_root=store_root, names=[chunk.judge], progress=False, budget=budget,
+        shared_cache=shared_cache, shared_cache_options=shared_cache_options,
+    )  # fmt: skip
     if not built.judges:
         raise RuntimeError(f"judge {chunk.judge} could not be built in this worker: {built.skipped.get(chunk.judge, 'unknown')}")
     judge = built.judges[0]
@@ -164,5 +177,7 @@ def merge_outputs(
         pt = [r for o in mine for r in o.pointwise]
         pw.sort(key=lambda r: pair_order.get((r["dataset"], r["pair_id"]), len(pair_order)))
         pt.sort(key=lambda r: point_order.get((r["dataset"], r["idea_id"]), len(point_order)))
-        merged.append(JudgeOutput(pairwise=pw, pointwise=pt, facts=_sum_facts([o.facts for o in mine])))
+        merged.append(
+            JudgeOutput(pairwise=pw, pointwise=pt, facts=_sum_facts([o.facts for o in mine]), exclusions=[e for o in mine for e in o.exclusions])
+        )
     return merged

@@ -2,7 +2,8 @@
 result stripping, and the rule check of the embedded benchmark."""
 
 from ..config import GeneratedPoolParams, PercentileRule, PoolRules, PoolsParams, StripParams
-from ._build import FLAG_SCHEMA, GENERATED_PAIRS, HUMAN_PAIRS, POOL_SCHEMA, PoolsOutput, build_pools, pools_prompt_files
+from ._blocklist import blocked_titles
+from ._build import FLAG_SCHEMA, GENERATED_PAIRS, HUMAN_PAIRS, POOL_SCHEMA, PoolsOutput, build_pools, pools_input_files, pools_prompt_files
 from ._check import NOT_CHECKABLE, check_benchmark
 from ._generated import GENERATED_SCHEMA, generate_with_llm, generated_from_jsonl, generated_from_pin
 from ._pair import PAIR_SCHEMA, UNPAIRED_SCHEMA, area_rng, pair_within_areas
@@ -25,6 +26,8 @@ __all__ = [
     "PoolsOutput",
     "build_pools",
     "pools_prompt_files",
+    "pools_input_files",
+    "blocked_titles",
     "NOT_CHECKABLE",
     "check_benchmark",
     "GeneratedPoolParams",

@@ -11,6 +11,7 @@ import polars as pl
 from ..config import PoolsParams
 from ..errors import ConfigError
 from ..signals import ChatClient, check_file_pin, prompt_path
+from ._blocklist import blocked_titles
 from ._check import check_benchmark
 from ._generated import GENERATED_SCHEMA, generate_with_llm, generated_from_jsonl, generated_from_pin
 from ._pair import pair_within_areas
@@ -23,6 +24,14 @@ POOL_SCHEMA = {**EVIDENCE_SCHEMA, "pool": pl.String, "text": pl.String, "text_st
 FLAG_SCHEMA = {"idea_id": pl.String, "pool": pl.String, "check": pl.String, "match": pl.String, "start": pl.Int32}
 HUMAN_PAIRS = "constructed-human-only"
 GENERATED_PAIRS = "constructed-human-plus-generated"
+
+
+def pools_input_files(pp: PoolsParams) -> list[Path]:
+    """Data files the pools stage reads besides upstream artifacts (pinned in params.yaml pools:)."""
+    files = [Path(pp.title_blocklist.file.path)] if pp.title_blocklist.file is not None else []
+    if pp.generated.source == "jsonl" and pp.generated.file is not None:
+        files.append(Path(pp.generated.file.path))
+    return files
 
 
 def pools_prompt_files(pp: PoolsParams) -> list[Path]:
@@ -83,7 +92,8 @@ def build_pools(
         if ds not in benchmark_ideas:
             raise ConfigError(f"pools: dataset '{ds}' is not among the pin stage's outputs {sorted(benchmark_ideas)}")
     evidence = paper_evidence(papers, snippets, reviews, _extractor_id(pp, signal_scores))
-    members, exclusions, percentiles = select_pools(evidence, pp)
+    blocked = blocked_titles(pp.title_blocklist, root)
+    members, exclusions, percentiles = select_pools(evidence, pp, blocked)
 
     facts: dict[str, Any] = {}
     strip_client = ChatClient(pp.strip.llm, cache_root, "pools.strip.llm") if pp.strip.llm.enabled else None
@@ -124,12 +134,16 @@ def build_pools(
     pairs = pl.concat([h_pairs, g_pairs]).sort("dataset", "pair_id")
     unpaired = pl.concat([h_unpaired, g_unpaired]).sort("dataset", "idea_id")
 
-    checks = {ds: check_benchmark(benchmark_ideas[ds], benchmark_pairs[ds], pp) for ds in sorted(pp.check_datasets)}
+    checks = {ds: check_benchmark(benchmark_ideas[ds], benchmark_pairs[ds], pp, blocked) for ds in sorted(pp.check_datasets)}
     strip_flags = pl.DataFrame(flags, schema=FLAG_SCHEMA).sort("pool", "idea_id", "start", "check")
     flagged_pool = strip_flags.filter(pl.col("pool") != "generated")["idea_id"].n_unique()
     flagged_gen = strip_flags.filter(pl.col("pool") == "generated")["idea_id"].n_unique()
     rule_check = {
-        "rules": pp.model_dump(mode="json", include={"percentile", "positive", "negative", "drop_areas", "title_blocklist"}),
+        "rules": {
+            **pp.model_dump(mode="json", include={"percentile", "positive", "negative", "drop_areas"}),
+            "title_blocklist": blocked,
+            "title_blocklist_file": pp.title_blocklist.file.model_dump(mode="json") if pp.title_blocklist.file else None,
+        },
         "notes": [
             "Benchmark signals are pooled sentences: signal-present / signal-opposite read sentence counts, which equal "
             "'at least one review' / 'no review' exactly for min_reviews_with_signal 1 and max_reviews_with_opposite 0.",

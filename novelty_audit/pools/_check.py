@@ -16,6 +16,7 @@ negatives have no reviews, so the human D- rules do not apply to them (listed as
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
@@ -33,7 +34,7 @@ NOT_CHECKABLE = [
 ]
 
 
-def _violations(row: dict[str, Any], pp: PoolsParams) -> list[dict[str, Any]]:
+def _violations(row: dict[str, Any], pp: PoolsParams, blocked: set[str]) -> list[dict[str, Any]]:
     high = row["label"] == "POSITIVE"
     rules = pp.positive if high else pp.negative
     pool = "D+" if high else "D-"
@@ -59,18 +60,23 @@ def _violations(row: dict[str, Any], pp: PoolsParams) -> list[dict[str, Any]]:
         bad("signal-opposite", n_opp, f"<= {rules.max_reviews_with_opposite} {opposite.split('_')[0]} signal sentence(s)")
     if row["area"] is not None and norm_key(row["area"]) in {norm_key(a) for a in pp.drop_areas}:
         bad("area-dropped", row["area"], "not in pools.drop_areas")
-    if norm_key(row["title"]) in {norm_key(t) for t in pp.title_blocklist}:
+    if norm_key(row["title"]) in blocked:
         bad("title-blocklist", row["title"], "not in pools.title_blocklist")
     return out
 
 
-def check_benchmark(ideas: pl.DataFrame, pairs: pl.DataFrame, pp: PoolsParams) -> dict[str, Any]:
-    """The rule check of one pinned split: violations per idea and pair, the unchecked rules, and strip flags."""
+def check_benchmark(
+    ideas: pl.DataFrame, pairs: pl.DataFrame, pp: PoolsParams, blocked_titles: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The rule check of one pinned split: violations per idea and pair, the unchecked rules, and strip flags.
+
+    `blocked_titles`: the resolved blocklist (file + extras); default: the extra titles only."""
+    blocked = {norm_key(t) for t in (pp.title_blocklist.titles if blocked_titles is None else blocked_titles)}
     human = ideas.filter(pl.col("source") == "human").sort("idea_id")
     generated = ideas.filter(pl.col("source") == "generated").sort("idea_id")
     violations: list[dict[str, Any]] = []
     for row in human.iter_rows(named=True):
-        violations.extend(_violations(row, pp))
+        violations.extend(_violations(row, pp, blocked))
     area_of = dict(zip(ideas["idea_id"].to_list(), ideas["area"].to_list(), strict=True))
     pair_violations = []
     for p in pairs.sort("pair_id").iter_rows(named=True):

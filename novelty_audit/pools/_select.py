@@ -12,6 +12,7 @@ failure in the order above.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -142,11 +143,16 @@ def _pool_failures(row: dict[str, Any], rules: PoolRules, *, high: bool, pct: tu
     return fails
 
 
-def select_pools(evidence: pl.DataFrame, pp: PoolsParams) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(pool members with pool 'D+' | 'D-', exclusions with the rules that excluded each paper, per-area percentiles)."""
+def select_pools(
+    evidence: pl.DataFrame, pp: PoolsParams, blocked_titles: Sequence[str] | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(pool members with pool 'D+' | 'D-', exclusions with the rules that excluded each paper, per-area percentiles).
+
+    `blocked_titles`: the resolved blocklist (`blocked_titles(pp.title_blocklist)`, file + extras); default:
+    the extra titles only."""
     pct = area_percentiles(evidence, pp)
     dropped = {norm_key(a) for a in pp.drop_areas}
-    blocked = {norm_key(t) for t in pp.title_blocklist}
+    blocked = {norm_key(t) for t in (pp.title_blocklist.titles if blocked_titles is None else blocked_titles)}
     members: list[dict[str, Any]] = []
     excl: list[dict[str, Any]] = []
 

@@ -1,7 +1,8 @@
 """Charts as Vega-Lite specs (altair) rendered offline to SVG by vl-convert.
 
 Each chart is built from rows the report already holds (values from metrics.json and the
-metrics tables); nothing is aggregated here.
+metrics tables); nothing is aggregated here. One chart per dataset keeps the judge axis sorted
+by that dataset's values.
 """
 
 from __future__ import annotations
@@ -9,9 +10,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["accuracy_chart", "order_flip_chart", "flip_matrix_chart", "cost_chart", "spread_chart", "to_svg"]
+__all__ = ["accuracy_chart", "order_flip_chart", "flip_matrix_chart", "cost_chart", "spread_chart", "to_svg", "KINDS"]
 
-_WIDTH = 420
+_WIDTH = 520
+KINDS = ("measured", "control", "published")
+"""Row kinds: a judge run here, a control (the reference floor), a published figure (not rerun)."""
+_KIND_COLORS = ("#1f5fa8", "#7a7a7a", "#c2571a")
+_KIND_SHAPES = ("circle", "square", "diamond")
 
 
 def _alt():
@@ -24,6 +29,7 @@ def to_svg(chart: Any) -> str:
     """Render offline (no network, no browser): vl-convert bundles Vega and its fonts."""
     import vl_convert
 
+    chart = chart.configure_axis(labelFontSize=12, titleFontSize=12).configure_legend(labelFontSize=12, titleFontSize=12)
     return _stable_ids(vl_convert.vegalite_to_svg(chart.to_dict()))
 
 
@@ -39,68 +45,92 @@ def _stable_ids(svg: str) -> str:
     return pattern.sub(lambda m: m.group(1) + mapping[m.group(2)], svg)
 
 
-def _height(rows: list[dict[str, Any]], key: str = "judge") -> int:
-    return max(60, 18 * len({r[key] for r in rows}))
+def _height(n: int) -> int:
+    return max(60, 22 * n)
 
 
-def accuracy_chart(rows: list[dict[str, Any]]) -> Any:
-    """rows: dataset, judge, strict_accuracy, ci_low, ci_high (interval may be null)."""
+def _kind_scales(alt: Any) -> tuple[Any, Any]:
+    color = alt.Color("kind:N", title=None, scale=alt.Scale(domain=list(KINDS), range=list(_KIND_COLORS)))
+    shape = alt.Shape("kind:N", title=None, scale=alt.Scale(domain=list(KINDS), range=list(_KIND_SHAPES)))
+    return color, shape
+
+
+def _interval_chart(rows: list[dict[str, Any]], value: str, title: str, band: tuple[float, float] | None,
+                    band_label: str) -> Any:
+    """Judges (rows in display order: label, kind, value, ci_low, ci_high) as points with interval rules."""
     alt = _alt()
-    base = alt.Chart().encode(y=alt.Y("judge:N", sort=None, title=None))
-    rule = base.mark_rule().encode(x=alt.X("ci_low:Q", title="strict accuracy (95% CI)", scale=alt.Scale(domain=[0, 1])), x2="ci_high:Q")
-    point = base.mark_point(filled=True, size=50).encode(x="strict_accuracy:Q", tooltip=["judge:N", "strict_accuracy:Q", "ci_low:Q", "ci_high:Q"])
-    return (
-        alt.layer(rule, point, data=alt.Data(values=rows))
-        .properties(width=_WIDTH, height=_height(rows))
-        .facet(row=alt.Row("dataset:N", title=None))
-        .resolve_scale(y="independent")
-    )
+    order = [r["label"] for r in rows]
+    x = alt.X(f"{value}:Q", title=title, scale=alt.Scale(domain=[0, 1]))
+    y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
+    color, shape = _kind_scales(alt)
+    layers = []
+    if band is not None:
+        # The controls' range drawn across the whole plot: the floor a judge must clear (never thinner than visible).
+        lo, hi = band
+        if hi - lo < 0.01:
+            lo, hi = max(0.0, lo - 0.005), min(1.0, hi + 0.005)
+        layers.append(
+            alt.Chart(alt.Data(values=[{"lo": lo, "hi": hi, "what": band_label}]))
+            .mark_rect(color="#d9d9d9", opacity=0.55)
+            .encode(x=alt.X("lo:Q", scale=alt.Scale(domain=[0, 1]), title=title), x2="hi:Q", tooltip=["what:N", "lo:Q", "hi:Q"])
+        )
+    base = alt.Chart(alt.Data(values=rows))
+    layers.append(base.mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", scale=alt.Scale(domain=[0, 1]), title=title),
+                                                        x2="ci_high:Q", y=y, color=color))
+    layers.append(base.mark_point(filled=True, size=60, opacity=1).encode(
+        x=x, y=y, color=color, shape=shape, tooltip=["label:N", "kind:N", f"{value}:Q", "ci_low:Q", "ci_high:Q"]))
+    return alt.layer(*layers).properties(width=_WIDTH, height=_height(len(rows)))
+
+
+def accuracy_chart(rows: list[dict[str, Any]], band: tuple[float, float] | None = None) -> Any:
+    """rows (sorted, one dataset): label, kind, strict_accuracy, ci_low, ci_high; band: the controls' min–max."""
+    return _interval_chart(rows, "strict_accuracy", "strict accuracy (95% interval; grey band: controls)", band,
+                           "control judges")
 
 
 def order_flip_chart(rows: list[dict[str, Any]]) -> Any:
-    """rows: dataset, judge, order_flip_rate."""
-    alt = _alt()
-    return (
-        alt.Chart(alt.Data(values=rows))
-        .mark_bar()
-        .encode(
-            x=alt.X("order_flip_rate:Q", title="share of pairs whose forward and reverse verdicts differ", scale=alt.Scale(domain=[0, 1])),
-            y=alt.Y("judge:N", sort=None, title=None),
-            tooltip=["judge:N", "order_flip_rate:Q"],
-        )
-        .properties(width=_WIDTH, height=_height(rows))
-        .facet(row=alt.Row("dataset:N", title=None))
-        .resolve_scale(y="independent")
-    )
+    """rows (sorted, one dataset): label, kind, order_flip_rate, ci_low, ci_high."""
+    return _interval_chart(rows, "order_flip_rate", "share of pairs whose forward and reverse verdicts differ (95% interval)",
+                           None, "")
 
 
-def flip_matrix_chart(rows: list[dict[str, Any]]) -> Any:
-    """rows: dataset, judge_a, judge_b, flip_rate (one dataset per call keeps axes readable)."""
+def flip_matrix_chart(rows: list[dict[str, Any]], vmax: float) -> Any:
+    """rows: judge_a, judge_b, flip_rate (one dataset, controls left out); colour scale 0..vmax."""
     alt = _alt()
-    n = len({r["judge_a"] for r in rows})
+    judges = sorted({r["judge_a"] for r in rows} | {r["judge_b"] for r in rows})
     base = alt.Chart(alt.Data(values=rows)).encode(
-        x=alt.X("judge_b:N", sort=None, title=None, axis=alt.Axis(labelAngle=-40)),
-        y=alt.Y("judge_a:N", sort=None, title=None),
+        x=alt.X("judge_b:N", sort=judges, title=None, axis=alt.Axis(labelAngle=-40, labelLimit=220)),
+        y=alt.Y("judge_a:N", sort=judges, title=None, axis=alt.Axis(labelLimit=220)),
     )
-    rect = base.mark_rect().encode(
-        color=alt.Color("flip_rate:Q", title="flip rate", scale=alt.Scale(domain=[0, 1], scheme="orangered")),
-        tooltip=["judge_a:N", "judge_b:N", "flip_rate:Q"],
+    rect = base.mark_rect(stroke="white", strokeWidth=1).encode(
+        color=alt.Color("flip_rate:Q", title="flip rate", scale=alt.Scale(domain=[0, vmax], scheme="blues", clamp=True)),
+        tooltip=["judge_a:N", "judge_b:N", "flip_rate:Q", "compared:Q"],
     )
-    text = base.mark_text(fontSize=9).encode(text=alt.Text("flip_rate:Q", format=".2f"))
-    size = max(120, 28 * n)
+    # Dark cells get white text, light cells black: readable on the whole scale.
+    text = base.mark_text(fontSize=11).encode(
+        text=alt.Text("flip_rate:Q", format=".2f"),
+        color=alt.condition(f"datum.flip_rate > {vmax * 0.55:.6f}", alt.value("white"), alt.value("black")),
+    )
+    size = max(160, 44 * len(judges))
     return (rect + text).properties(width=size, height=size)
 
 
 def cost_chart(rows: list[dict[str, Any]]) -> Any:
-    """rows: dataset, judge, cost_usd, strict_accuracy."""
+    """rows: dataset, judge, cost_usd, strict_accuracy (judges with a cost only)."""
     alt = _alt()
+    costs = [float(r["cost_usd"]) for r in rows if r["cost_usd"]]
+    # Costs that span orders of magnitude (a cheap and an expensive model) are only readable on a log axis.
+    log = bool(costs) and max(costs) / min(costs) >= 100
+    axis = alt.Axis(format="$,.3~g" if log else "$,.2~f", tickCount=5, labelOverlap="greedy", labelFlush=True,
+                    labelAngle=0, labelPadding=4)
+    scale = alt.Scale(type="log", nice=True) if log else alt.Scale(zero=True, nice=True)
     base = alt.Chart(alt.Data(values=rows)).encode(
-        x=alt.X("cost_usd:Q", title="cost (USD)"),
+        x=alt.X("cost_usd:Q", title="total cost of the run (USD" + (", log scale)" if log else ")"), axis=axis, scale=scale),
         y=alt.Y("strict_accuracy:Q", title="strict accuracy", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("dataset:N"),
+        color=alt.Color("dataset:N", title="dataset"),
     )
     return (base.mark_point(filled=True, size=60).encode(tooltip=["judge:N", "dataset:N", "cost_usd:Q", "strict_accuracy:Q"])
-            + base.mark_text(align="left", dx=6, fontSize=9).encode(text="judge:N")).properties(width=_WIDTH, height=260)
+            + base.mark_text(align="left", dx=7, fontSize=10).encode(text="judge:N")).properties(width=_WIDTH, height=260)
 
 
 def spread_chart(rows: list[dict[str, Any]]) -> Any:
@@ -114,4 +144,4 @@ def spread_chart(rows: list[dict[str, Any]]) -> Any:
         )
         + base.mark_point(filled=True).encode(x="strict_accuracy_min:Q")
         + base.mark_point(filled=True).encode(x="strict_accuracy_max:Q")
-    ).properties(width=_WIDTH, height=_height(rows, "backbone"))
+    ).properties(width=_WIDTH, height=_height(len({r["backbone"] for r in rows})))

@@ -42,7 +42,7 @@ def test_an_edited_idea_text_lists_evidence_changes_only_on_pairs_holding_that_i
         ("idea_0_text", digest_obj("text of Alpha"), digest_obj("text of Alpha, rewritten"))
     ]
     js = res.to_json()
-    assert set(js) == {"from", "to", "summary", "changes"}
+    assert set(js) == {"from", "to", "summary", "membership", "groups", "filters", "hidden", "changes"}
     assert js["summary"]["evidence"] == 2
     entry = js["changes"][0]
     assert {"dataset", "judge", "pair", "titles", "before", "after", "cause", "inputs", "status"} <= set(entry)
@@ -59,14 +59,21 @@ def test_an_unchanged_verdict_with_moved_digests_is_counted_not_listed(ledger):
     assert res.summary["unchanged_with_changed_digests"] == 2
 
 
+def _bound(row: dict, change) -> dict:
+    """An adjudication row bound to `change`'s evidence, as `adjudicate` writes it."""
+    before, after = change.evidence_digests
+    return {**row, "evidence_before": before, "evidence_after": after, "group": ""}
+
+
 def test_an_adjudication_row_marks_the_change_and_a_later_row_supersedes_keeping_the_prior(ledger, tmp_path):
     before = World()
     ledger.record(before)
     edited = before.edit(texts={**before.texts, "i-a": "rewritten"}).with_verdict("judge-x", "p-ab", "i-b")
     ledger.record(edited)
     adj = tmp_path / "adjudications.csv"
-    row = {"dataset": DATASET, "judge": "judge-x", "pair": "p-ab", "from": "i-a", "to": "i-b",
-           "decision": "incorrect", "reason": "the rewrite kept the method", "who": "ana", "when": "2026-11-28"}
+    change = _by_pair(audit(ledger.store, adjudications=adj))["p-ab"]
+    row = _bound({"dataset": DATASET, "judge": "judge-x", "pair": "p-ab", "from": "i-a", "to": "i-b",
+                  "decision": "incorrect", "reason": "the rewrite kept the method", "who": "ana", "when": "2026-11-28"}, change)
     append_adjudication(adj, row)
     first = _by_pair(audit(ledger.store, adjudications=adj))["p-ab"]
     assert first.status == "incorrect"
@@ -86,12 +93,34 @@ def test_yaml_adjudications_work_like_csv(ledger, tmp_path):
     before = World()
     ledger.record(before)
     ledger.record(before.edit(texts={**before.texts, "i-a": "x"}).with_verdict("judge-x", "p-ab", "i-b"))
+    ev_before, ev_after = _by_pair(audit(ledger.store))["p-ab"].evidence_digests
     adj = tmp_path / "adj.yaml"
     adj.write_text(
         "- {dataset: human-only, judge: judge-x, pair: p-ab, from: i-a, to: i-b, decision: unclear,"
-        " reason: both readings hold, who: bo, when: 2026-11-29}\n"
+        f" reason: both readings hold, who: bo, when: 2026-11-29, evidence_before: {ev_before}, evidence_after: {ev_after}}}\n"
     )
     assert _by_pair(audit(ledger.store, adjudications=adj))["p-ab"].status == "unclear"
+
+
+def test_a_legacy_row_without_evidence_digests_loads_but_is_shown_unbound_and_never_applied(ledger, tmp_path):
+    before = World()
+    ledger.record(before)
+    ledger.record(before.edit(texts={**before.texts, "i-a": "x"}).with_verdict("judge-x", "p-ab", "i-b"))
+    adj = tmp_path / "adj.csv"
+    adj.write_text("dataset,judge,pair,from,to,decision,reason,who,when\n"
+                   "human-only,judge-x,p-ab,i-a,i-b,incorrect,about another paper,ana,2026-11-20\n")
+    res = audit(ledger.store, adjudications=adj)
+    change = _by_pair(res)["p-ab"]
+    assert change.status == "unadjudicated"
+    assert [r.reason for r in change.unbound] == ["about another paper"]
+    assert res.to_json()["changes"][0]["unbound_adjudications"][0]["decision"] == "incorrect"
+    assert "not bound to evidence (not applied; decide again)" in audit_markdown(res)
+    # Appending to the legacy file keeps its header; the binding values are read back by position.
+    append_adjudication(adj, _bound({"dataset": DATASET, "judge": "judge-x", "pair": "p-ab", "from": "i-a", "to": "i-b",
+                                     "decision": "correct", "reason": "checked", "who": "bo", "when": "2026-11-30"}, change))
+    assert adj.read_text().splitlines()[0] == "dataset,judge,pair,from,to,decision,reason,who,when"
+    again = _by_pair(audit(ledger.store, adjudications=adj))["p-ab"]
+    assert (again.status, again.adjudication.current.who) == ("correct", "bo")
 
 
 def test_a_bad_adjudication_row_is_an_error_naming_file_row_and_field(ledger, tmp_path):

@@ -28,11 +28,12 @@ def test_audit_json_has_the_documented_shape_and_reads_the_adjudication_file(led
     added = cli("adjudicate", "human-only", "judge-x", "p-cd", "--from", "i-c", "--to", "i-d", "--decision", "correct",
                 "--who", "ana", "--reason", "the edit added the key idea", cwd=ledger.root)
     assert added.returncode == 0, added.stderr
-    assert (ledger.root / "data/adjudications.csv").read_text().splitlines()[0] == "dataset,judge,pair,from,to,decision,reason,who,when"
+    header = (ledger.root / "data/adjudications.csv").read_text().splitlines()[0]
+    assert header == "dataset,judge,pair,from,to,decision,reason,who,when,evidence_before,evidence_after,group"
     res = cli("audit", "--json", cwd=ledger.root)
     assert res.returncode == 0, res.stderr
     doc = orjson.loads(res.stdout)
-    assert list(doc) == ["changes", "from", "summary", "to"]
+    assert list(doc) == ["changes", "filters", "from", "groups", "hidden", "membership", "summary", "to"]
     assert doc["summary"]["evidence"] == 1
     (change,) = doc["changes"]
     assert change["titles"] == ["Gamma", "Delta"]

@@ -187,7 +187,10 @@ def test_retrieval_shows_related_abstracts_and_enters_the_evidence(build, mock_l
     user = mock_llm.requests[0].body["messages"][-1]["content"]
     assert "Related prior work for Idea A:\n- Graph transformers for molecules (2021): We propose graph attention" in user
     assert "<p>" not in user
-    assert set(orjson.loads(row["evidence_parts"])) == {"idea_0_text", "idea_1_text", "retrieval", "corpus"}
+    parts = {"idea_0_text", "idea_1_text", "retrieval", "corpus", "idea_0_retrieved_0", "idea_1_retrieved_0"}  # one part per abstract shown
+    assert set(orjson.loads(row["evidence_parts"])) == parts
+    docs = orjson.loads(row["evidence_docs"])
+    assert [(d["slot"], d["rank"], d["doc_id"], d["source"]) for d in docs] == [("idea_0", 0, "k1", "corpus"), ("idea_1", 0, "k2", "corpus")]
     assert judge.input_files() == [corpus]
     assert row["verdict"] == TIE  # the mock always answers A
 

@@ -36,7 +36,7 @@ def pair_row(pair: str, verdict: str, *, gold: str = "a", judge: str = "j", data
         "verdict_reverse": idea(extra.pop("reverse", None)),
         "votes_forward": [idea(v) for v in extra.pop("votes_forward", [])],
         "votes_reverse": [idea(v) for v in extra.pop("votes_reverse", [])] or None,
-        "n_valid": 1,
+        "n_valid": extra.pop("n_valid", 1),
         "n_invalid": extra.pop("n_invalid", 0),
         "n_refusal": extra.pop("n_refusal", 0),
         "n_error": extra.pop("n_error", 0),

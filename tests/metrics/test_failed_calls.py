@@ -39,7 +39,8 @@ def test_errors_are_counted_by_reason_and_the_reasons_sum_to_n_error():
 def test_truncated_calls_have_their_own_count_and_their_pairs_stay_in_every_denominator():
     d = compute_metrics(failing_judge(), params=FAST).as_json()["ds"]["j"]
     assert (d["n_truncated"], d["n_invalid"]) == (2, 0)
-    assert d["n_pairs"] == 4 and d["strict_accuracy"] == 0.5 and d["coverage"] == 0.5
+    assert d["n_pairs"] == 4 and d["strict_accuracy"] == 0.5 and d["verdict_rate"] == 0.5
+    assert d["coverage"] == 1.0  # every pair was asked: failed calls are covered, never uncovered
 
 
 def test_more_reasons_than_failed_calls_is_an_error_naming_the_pair():

@@ -27,9 +27,10 @@ def test_accuracy_without_ties_leaves_ties_and_none_out_of_the_denominator(hand_
     assert value("accuracy_without_ties", hand_table) == pytest.approx(2 / 3)
 
 
-def test_tie_rate_and_coverage_are_shares_of_all_pairs(hand_table):
+def test_tie_rate_and_verdict_rate_are_shares_of_all_pairs(hand_table):
     assert value("tie_rate", hand_table) == pytest.approx(1 / 5)
-    assert value("coverage", hand_table) == pytest.approx(4 / 5)  # a tie is a valid verdict; none is not
+    assert value("verdict_rate", hand_table) == pytest.approx(4 / 5)  # a tie is a valid verdict; none is not
+    assert value("coverage", hand_table) == 1.0  # every pair was asked, even the one without a verdict
 
 
 def test_failure_counts_are_summed_over_pairs(hand_table):

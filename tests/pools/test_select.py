@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from novelty_audit.config import TitleBlocklist
 from novelty_audit.errors import ConfigError
 from novelty_audit.pools import EVIDENCE_SCHEMA, PoolRules, PoolsParams, area_percentiles, select_pools
 
@@ -97,7 +98,7 @@ def test_boundaries_are_inclusive() -> None:
     [
         (good_pos("x", area=OTHER), "area-dropped", LOOSE),
         (good_pos("x", area=None), "area-missing", LOOSE),
-        (good_pos("x", title="A Blocked  Title"), "title-blocklist", LOOSE.model_copy(update={"title_blocklist": ["a blocked title"]})),
+        (good_pos("x", title="A Blocked  Title"), "title-blocklist", LOOSE.model_copy(update={"title_blocklist": TitleBlocklist(titles=["a blocked title"])})),
         (good_pos("x", rating=None), "rating-missing", LOOSE),
         (good_neg("x", contribution=None), "contribution-missing", LOOSE),
     ],

@@ -130,8 +130,8 @@ def test_controls_through_pin_judge_and_metrics_give_their_known_values(project)
     for name in ("pin", "judge", "metrics"):
         run_stage(name)
     doc = orjson.loads((project / "reports/metrics.json").read_bytes())
-    assert sorted(doc) == ["human-only", "human-plus-generated"]
-    for ds in doc:
+    assert sorted(doc) == ["human-only", "human-plus-generated", "novbench-change"]  # NovBench: its generators
+    for ds in ("human-only", "human-plus-generated"):
         first = doc[ds]["always-first"]
         # always-first names idea_0 forward and idea_1 reversed: a tie on every pair, fully order-driven
         assert (first["strict_accuracy"], first["tie_rate"], first["coverage"]) == (0.0, 1.0, 1.0)

@@ -8,6 +8,7 @@ from ._cachefile import verify_distance_caches
 from ._corpus import CORPUS_EXCLUSION_SCHEMA, CORPUS_SCHEMA, CORPUS_SUFFIXES, Corpus, CorpusExclusion, load_corpus, normalize_title, strip_html
 from ._embed import MINILM_ALIASES, Embedder, EmbeddingCache, SentenceTransformerEmbedder, TfidfEmbedder, model_dir_digest, resolve_model_dir, text_digest
 from ._judge import DROP_SCHEMA, clear_memory_caches, DistanceArgs, DistanceJudge, KnnArgs, RndArgs, TfidfSettings, embedding_cache
+from ._shards import SHARD_TEXTS, Shard, ShardJob, ShardMap, embed_corpus, embed_shard, plan_shards
 from ._scores import (
     DECIMALS,
     Drop,
@@ -59,4 +60,11 @@ __all__ = [
     "rnd_scores",
     "yin_scores",
     "verify_distance_caches",
+    "SHARD_TEXTS",
+    "Shard",
+    "ShardJob",
+    "ShardMap",
+    "embed_corpus",
+    "embed_shard",
+    "plan_shards",
 ]

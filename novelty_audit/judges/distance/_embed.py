@@ -141,6 +141,7 @@ class SentenceTransformerEmbedder:
     def __init__(self, model: str = "minilm", *, revision: str | None = None, cache: "EmbeddingCache | None" = None,
                  batch_size: int = 64, threads: int | None = None):
         self.name, self.path = resolve_model_dir(model, revision=revision)
+        self.name_or_path, self.revision = model, revision  # what a worker process needs to load the same model
         # The weights and config decide the vectors, and so do the libraries running them (tokenizer,
         # pooling, kernels): all of it is the model's identity, cheaply, without importing torch.
         identity = {"weights": model_dir_digest(self.path), "libraries": _library_versions()}
@@ -339,6 +340,37 @@ class EmbeddingCache:
                 write_json(d / "model.json", {"model_id": model_id})  # for people browsing the cache; never read
             write_entry(entry_path(d, key, "shard"), key, buf.getvalue())
             self._load(model_id).update(zip(digests, np.asarray(vectors, dtype=np.float32)))
+
+    # -- corpus shards (novelty_audit.judges.distance._shards): one entry per shard, under corpus/, never
+    #    loaded wholesale by `get` (a large corpus would fill memory twice) --------------------------------
+    def _shard_key(self, model_id: str, digests: Sequence[str]) -> dict[str, Any]:
+        return {"cache": "embeddings", "model_id": model_id, "texts": digest_obj(sorted(digests))}
+
+    def shard_path(self, model_id: str, digests: Sequence[str]) -> Path:
+        return entry_path(self._model_dir(model_id) / "corpus", self._shard_key(model_id, digests), "shard")
+
+    def has_shard(self, model_id: str, digests: Sequence[str]) -> bool:
+        return self.shard_path(model_id, digests).exists()
+
+    def read_shard(self, model_id: str, digests: Sequence[str]) -> np.ndarray | None:
+        """The shard's vectors in sorted-digest order, or None (absent, or damaged and moved aside)."""
+        got = read_entry(self.shard_path(model_id, digests), self._shard_key(model_id, digests), _decode_shard)
+        if got is None:
+            return None
+        stored, vectors = got
+        if stored != sorted(digests):
+            return None
+        return vectors
+
+    def put_shard(self, model_id: str, digests: Sequence[str], vectors: np.ndarray) -> None:
+        order = sorted(range(len(digests)), key=lambda i: digests[i])
+        buf = io.BytesIO()
+        np.savez(buf, digests=np.array([digests[i] for i in order], dtype="U64"),
+                 vectors=np.asarray(vectors, dtype=np.float32)[order])  # fmt: skip
+        d = self._model_dir(model_id)
+        if not (d / "model.json").exists():
+            write_json(d / "model.json", {"model_id": model_id})
+        write_entry(self.shard_path(model_id, digests), self._shard_key(model_id, digests), buf.getvalue())
 
     def size(self, model_id: str) -> int:
         with self._lock:

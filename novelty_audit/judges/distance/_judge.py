@@ -33,11 +33,12 @@ from ...artifacts import digest_bytes, digest_file, digest_obj
 from ...errors import BadInputError, ConfigError, MissingDependencyError
 from ...params import Frozen
 from .._base import JUDGES, Idea, IdeaScore, Judge, JudgeContext, JudgeOutput, PairItem, PointItem, ScoreJudge, parse_args
-from . import _scores
+from . import _scores, _shards
 from ._cachefile import entry_path, read_entry, write_entry
 from ._corpus import Corpus, load_corpus, normalize_title
 from ._embed import EmbeddingCache, SentenceTransformerEmbedder, TfidfEmbedder, text_digest
-from ._scores import after_cutoff, corpus_densities, cosine_matrix, knn_scores, nearest, parse_cutoff, rnd_scores, yin_scores
+from ._shards import ShardMap, embed_corpus
+from ._scores import after_cutoff, corpus_densities, doc_densities, knn_scores, nearest_blocked, parse_cutoff, rnd_scores, yin_scores
 
 __all__ = [
     "DistanceArgs",
@@ -126,6 +127,7 @@ _lock = threading.Lock()
 _corpora: dict[tuple, Corpus] = {}
 _caches: dict[str, EmbeddingCache] = {}
 _densities: dict[str, np.ndarray] = {}
+_row_densities: dict[str, dict[int, float]] = {}
 
 
 def clear_memory_caches() -> None:
@@ -135,6 +137,7 @@ def clear_memory_caches() -> None:
         _corpora.clear()
         _caches.clear()
         _densities.clear()
+        _row_densities.clear()
 
 
 def embedding_cache(cache_dir: Path) -> EmbeddingCache:
@@ -238,7 +241,7 @@ class DistanceJudge(ScoreJudge):
 
     def code_modules(self) -> tuple[str, ...]:
         return (*super().code_modules(), "novelty_audit.judges.distance._scores", "novelty_audit.judges.distance._corpus",
-                "novelty_audit.judges.distance._embed")
+                "novelty_audit.judges.distance._embed", "novelty_audit.judges.distance._shards")
 
     # -- scoring -------------------------------------------------------------------------------------
     def score_key(self, idea: Idea) -> str:
@@ -246,13 +249,23 @@ class DistanceJudge(ScoreJudge):
         title = normalize_title(idea.title) if self.args.own_title else None
         return digest_obj({"text": text_digest(idea.text), "title": title})
 
-    def _vectors(self) -> Any:
+    def prepare_corpus(self, map_shards: ShardMap | None = None) -> None:
+        """Embed the corpus now, its missing shards through `map_shards` (a flow's task runner) when given."""
+        self._vectors(map_shards)
+
+    def _vectors(self, map_shards: ShardMap | None = None) -> Any:
         if self._corpus_vectors is None:
             texts = self.corpus.texts
             kept = [texts[j] for j in self._keep]
             # TF-IDF learns its vocabulary from the admissible corpus only: post-cutoff text must not shape it.
             try:
-                self._corpus_vectors = self.embedder.encode_corpus(kept)
+                if isinstance(self.embedder, SentenceTransformerEmbedder) and self.embedder.cache is not None:
+                    # In content-addressed shards: resumable after a kill, with progress (see _shards).
+                    self._corpus_vectors = embed_corpus(self.embedder, kept, target=_shards.SHARD_TEXTS, map_shards=map_shards,
+                                                        progress=self.ctx.progress,
+                                                        label=f"judge {self.name}: embed corpus")  # fmt: skip
+                else:
+                    self._corpus_vectors = self.embedder.encode_corpus(kept)
             except ValueError as exc:
                 if not isinstance(self.embedder, TfidfEmbedder):
                     raise
@@ -264,8 +277,15 @@ class DistanceJudge(ScoreJudge):
                 ) from None
         return self._corpus_vectors
 
-    def _doc_density(self, vectors: Any, k: int) -> np.ndarray:
-        """Corpus documents' kNN densities, memoized in process and on disk (they depend on nothing per idea)."""
+    def _doc_density(self, vectors: Any, k: int, needed: np.ndarray | None = None) -> np.ndarray:
+        """Corpus documents' kNN densities, memoized in process and on disk (they depend on nothing per idea).
+
+        Up to FULL_DENSITY_DOCS admissible documents, every document's density is computed once (n² cosines);
+        above, only the `needed` rows' (the documents RND ranks ideas among), cached by content
+        (`_needed_densities`); the other entries are NaN and never read.
+        """
+        if needed is not None and len(self._keep) > FULL_DENSITY_DOCS:
+            return self._needed_densities(vectors, k, needed)
         key = {"cache": "densities", "model": self.embedder.model_id, "corpus": self.corpus.digest, "cutoff": self.args.cutoff,
                "k": k, "near_duplicate": self.args.near_duplicate, "own_title": self.args.own_title, "code": _SCORES_CODE}
         memo = digest_obj(key)
@@ -285,6 +305,9 @@ class DistanceJudge(ScoreJudge):
             _densities[memo] = hit
         return hit
 
+    def _needed_densities(self, vectors: Any, k: int, needed: np.ndarray) -> np.ndarray:
+        return _needed_densities_impl(self, vectors, k, needed)
+
     def score_ideas(self, by_key: Mapping[str, Idea]) -> dict[str, IdeaScore]:
         started = time.perf_counter()
         a = self.args
@@ -292,11 +315,11 @@ class DistanceJudge(ScoreJudge):
         corpus_vecs = self._vectors()
         before = _encoded(self.embedder)
         idea_vecs = self.embedder.encode([i.text for i in ideas])
-        sims = cosine_matrix(idea_vecs, corpus_vecs)
         k = a.k if isinstance(a, KnnArgs) else 1
         m = max(k, a.neighbours if isinstance(a, RndArgs) else 1, a.evidence_n, 1)
-        nb = nearest(
-            sims, m,
+        # Blocked over the corpus (bounded memory); a corpus of ≤ BLOCK_DOCS documents is one block.
+        nb = nearest_blocked(
+            idea_vecs, corpus_vecs, m,
             idea_titles=[normalize_title(i.title) for i in ideas] if a.own_title else None,
             doc_titles=self._norm_titles if a.own_title else None,
             near_duplicate=a.near_duplicate,
@@ -309,7 +332,7 @@ class DistanceJudge(ScoreJudge):
             assert isinstance(a, RndArgs)
             mine = knn_scores(nb, k)
             ranked = type(nb)(nb.index[:, : a.neighbours], nb.cosine[:, : a.neighbours], [])
-            scores = rnd_scores(mine, ranked, self._doc_density(corpus_vecs, k))
+            scores = rnd_scores(mine, ranked, self._doc_density(corpus_vecs, k, ranked.index))
 
         shared = {
             "corpus": self.corpus.digest,
@@ -324,6 +347,18 @@ class DistanceJudge(ScoreJudge):
                  "reason": d.reason, "cosine": round(d.cosine, 6) if d.cosine is not None else None}
             )  # fmt: skip
         out: dict[str, IdeaScore] = {}
+        # evidence_docs: the neighbours the score uses (Yin: the nearest; kNN/RND: the k nearest), readable.
+        n_used = a.k if isinstance(a, KnnArgs) else 1
+        years = self.corpus.table["year"].to_list()
+        texts = self.corpus.texts
+
+        def used_docs(row: list[int], cos: list[float]) -> tuple[dict[str, Any], ...]:
+            return tuple(
+                {"rank": r, "doc_id": self._doc_ids[j], "digest": digest_bytes(texts[j].encode("utf-8")),
+                 "title": self._titles[j], "year": years[j], "similarity": c, "source": "corpus"}
+                for r, (j, c) in enumerate(zip(row[:n_used], cos[:n_used]))
+            )  # fmt: skip
+
         for i, (key, idea) in enumerate(zip(keys, ideas)):
             row = [int(self._keep[j]) for j in nb.index[i] if j >= 0]
             cos = [round(float(c), 6) for c in nb.cosine[i] if np.isfinite(c)]
@@ -340,6 +375,7 @@ class DistanceJudge(ScoreJudge):
                 score=s if np.isfinite(s) else None,
                 evidence_titles=tuple(self._titles[j] for j in row[: a.evidence_n]),
                 evidence_parts=parts,
+                evidence_docs=used_docs(row, cos),
             )
             self._drops_by_key[key] = drops
         self._facts = {
@@ -377,6 +413,48 @@ class DistanceJudge(ScoreJudge):
     def leakage_table(self) -> pl.DataFrame:
         """Every neighbour the leakage filter dropped in the last `judge` call (one row per idea × document)."""
         return pl.DataFrame(self._drops, schema=DROP_SCHEMA)
+
+
+FULL_DENSITY_DOCS = 50_000
+"""Above this many admissible documents, densities are computed only for the documents RND needs."""
+
+
+def _needed_densities_impl(judge: "DistanceJudge", vectors: Any, k: int, needed: np.ndarray) -> np.ndarray:
+    a = judge.args
+    key = {"cache": "densities-by-row", "model": judge.embedder.model_id, "corpus": judge.corpus.digest, "cutoff": a.cutoff,
+           "k": k, "near_duplicate": a.near_duplicate, "own_title": a.own_title, "code": _SCORES_CODE}  # fmt: skip
+    folder = Path(judge.ctx.cache_dir) / "distance" / "densities" / digest_obj(key)[:16]
+    memo = digest_obj(key)
+    with _lock:
+        known = _row_densities.setdefault(memo, {})
+    if not known and folder.is_dir():
+        # Rows of the admissible corpus (sorted by doc id; the key holds corpus and cutoff), so a row names one document.
+        for entry in sorted(folder.glob("*.rows.chk")):
+            got = read_entry(entry, lambda k_: k_.get("density") == key, _decode_rows)
+            if got is not None:
+                known.update(zip(*got))
+    rows = np.unique(needed[needed >= 0])
+    missing = np.array([r for r in rows.tolist() if r not in known], dtype=np.int64)
+    if len(missing):
+        dens = doc_densities(vectors, missing, k, doc_titles=judge._norm_titles if a.own_title else None, near_duplicate=a.near_duplicate)
+        buf = io.BytesIO()
+        np.savez(buf, rows=missing, densities=dens)
+        entry_key = {"density": key, "rows": digest_obj(missing.tolist())}
+        write_entry(entry_path(folder, entry_key, "rows"), entry_key, buf.getvalue())
+        with _lock:
+            known.update(zip(missing.tolist(), dens.tolist()))
+    out = np.full(len(judge._keep), np.nan)
+    for r in rows.tolist():
+        out[r] = known[r]
+    return out
+
+
+def _decode_rows(payload: bytes) -> tuple[list[int], list[float]]:
+    with np.load(io.BytesIO(payload), allow_pickle=False) as z:
+        rows, dens = z["rows"], z["densities"]
+    if rows.shape != dens.shape or rows.ndim != 1 or dens.dtype != np.float64:
+        raise ValueError("rows and densities disagree")
+    return rows.tolist(), dens.tolist()
 
 
 # The density function's own source is part of what a stored density means.

@@ -40,6 +40,9 @@ __all__ = [
     "after_cutoff",
     "cosine_matrix",
     "nearest",
+    "nearest_blocked",
+    "doc_densities",
+    "BLOCK_DOCS",
     "yin_scores",
     "knn_scores",
     "corpus_densities",
@@ -179,6 +182,123 @@ def nearest(
     val[bad] = np.nan
     drops.sort(key=lambda d: (d.idea, d.doc))
     return Neighbours(idx.astype(np.int64), val, drops)
+
+
+BLOCK_DOCS = 65_536
+"""Corpus documents per block of the exact neighbour search: (ideas × block) float64 cells at a time."""
+
+
+def _merge(idx_a: np.ndarray, val_a: np.ndarray, idx_b: np.ndarray, val_b: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The m best of two candidate lists per row, by (cosine descending, corpus row ascending) — `nearest`'s order."""
+    idx = np.concatenate([idx_a, idx_b], axis=1)
+    val = np.concatenate([val_a, val_b], axis=1)
+    key = np.where(idx >= 0, val, -np.inf)
+    order = np.lexsort((np.where(idx >= 0, idx, np.iinfo(np.int64).max), -key), axis=1)[:, :m]
+    idx, val = np.take_along_axis(idx, order, axis=1), np.take_along_axis(val, order, axis=1)
+    bad = idx < 0
+    val[bad] = np.nan
+    return idx, val
+
+
+def _nearest_float32(queries: np.ndarray, block: np.ndarray, m: int, *, idea_titles, doc_titles, near_duplicate) -> Neighbours:
+    """`nearest(cosine_matrix(queries, block), m, ...)` without widening the whole block to float64: masks and the
+    partition run on the float32 cosines (widening is exact, so the order, the drops and the kept cosines are the
+    same); only the m kept per row are widened. Four fewer passes over ideas × block cells."""
+    sims = np.asarray(queries @ block.T, dtype=np.float32)
+    n, c = sims.shape
+    drops: list[Drop] = []
+    if idea_titles is not None and doc_titles is not None:
+        by_title: dict[str, list[int]] = {}
+        for j, t in enumerate(doc_titles):
+            if t:
+                by_title.setdefault(t, []).append(j)
+        for i, t in enumerate(idea_titles):
+            for j in by_title.get(t, ()) if t else ():
+                if np.isfinite(sims[i, j]):
+                    drops.append(Drop(i, j, "own-title", float(sims[i, j])))
+                    sims[i, j] = -np.inf
+    if near_duplicate is not None:
+        ii, jj = np.nonzero(sims >= np.float64(near_duplicate))  # compared in float64, as the widened matrix would be
+        drops.extend(Drop(int(i), int(j), "near-duplicate", float(sims[i, j])) for i, j in zip(ii, jj))
+        sims[ii, jj] = -np.inf
+    m = min(m, c)
+    if m <= 0 or n == 0:
+        return Neighbours(np.full((n, 0), -1, np.int64), np.full((n, 0), np.nan), drops)
+    part = np.argpartition(-sims, m - 1, axis=1)[:, :m] if m < c else np.tile(np.arange(c), (n, 1))
+    vals = np.take_along_axis(sims, part, axis=1).astype(np.float64)
+    order = np.lexsort((part, -vals), axis=1)
+    idx = np.take_along_axis(part, order, axis=1)
+    val = np.take_along_axis(vals, order, axis=1)
+    bad = ~np.isfinite(val)
+    idx[bad] = -1
+    val[bad] = np.nan
+    drops.sort(key=lambda d: (d.idea, d.doc))
+    return Neighbours(idx.astype(np.int64), val, drops)
+
+
+def nearest_blocked(
+    queries,
+    corpus,
+    m: int,
+    *,
+    idea_titles: Sequence[str] | None = None,
+    doc_titles: Sequence[str] | None = None,
+    near_duplicate: float | None = 0.95,
+    block: int = BLOCK_DOCS,
+) -> Neighbours:
+    """`nearest(cosine_matrix(queries, corpus), m, ...)` in bounded memory: the corpus is searched in blocks of
+    `block` rows and each block's m best are merged, so memory is O(ideas × block), not O(ideas × corpus).
+
+    Exact: the same neighbours, cosines and drops as the unblocked search (a corpus of at most `block`
+    documents takes the unblocked path itself).
+    """
+    n_c = corpus.shape[0]
+    if n_c <= block:
+        return nearest(cosine_matrix(queries, corpus), m, idea_titles=idea_titles, doc_titles=doc_titles, near_duplicate=near_duplicate)
+    idx: np.ndarray | None = None
+    val: np.ndarray | None = None
+    drops: list[Drop] = []
+    for c0 in range(0, n_c, block):
+        c1 = min(n_c, c0 + block)
+        titles = None if doc_titles is None else doc_titles[c0:c1]
+        if isinstance(corpus, np.ndarray) and isinstance(queries, np.ndarray) and corpus.dtype == np.float32:
+            nb = _nearest_float32(queries, corpus[c0:c1], m, idea_titles=idea_titles, doc_titles=titles, near_duplicate=near_duplicate)
+        else:
+            nb = nearest(cosine_matrix(queries, corpus[c0:c1]), m, idea_titles=idea_titles, doc_titles=titles, near_duplicate=near_duplicate)
+        drops.extend(Drop(d.idea, d.doc + c0, d.reason, d.cosine) for d in nb.drops)
+        bi = np.where(nb.index >= 0, nb.index + c0, -1)
+        idx, val = (bi, nb.cosine) if idx is None else _merge(idx, val, bi, nb.cosine, m)
+    assert idx is not None and val is not None
+    drops.sort(key=lambda d: (d.idea, d.doc))
+    return Neighbours(idx.astype(np.int64), val, drops)
+
+
+def doc_densities(corpus, rows: np.ndarray, k: int, *, doc_titles: Sequence[str] | None = None,
+                  near_duplicate: float | None = 0.95, block: int = BLOCK_DOCS, row_block: int = 512) -> np.ndarray:
+    """`corpus_densities(corpus, k, ...)[rows]` without computing the other rows' densities: for a corpus too
+    large for all n² similarities, only the documents RND ranks an idea among. Same definition (itself, its
+    own title and near-duplicates excluded); blocked over rows and corpus, so memory stays bounded."""
+    rows = np.asarray(rows, dtype=np.int64)
+    out = np.empty(len(rows), dtype=np.float64)
+    n_c = corpus.shape[0]
+    for r0 in range(0, len(rows), row_block):
+        rs = rows[r0 : r0 + row_block]
+        q = corpus[rs]
+        own = None if doc_titles is None else [doc_titles[r] for r in rs]
+        idx: np.ndarray | None = None
+        val: np.ndarray | None = None
+        for c0 in range(0, n_c, block):
+            c1 = min(n_c, c0 + block)
+            sims = cosine_matrix(q, corpus[c0:c1])
+            inside = np.flatnonzero((rs >= c0) & (rs < c1))
+            sims[inside, rs[inside] - c0] = -np.inf  # itself
+            nb = nearest(sims, k, idea_titles=own, doc_titles=None if doc_titles is None else doc_titles[c0:c1],
+                         near_duplicate=near_duplicate, log=False)  # fmt: skip
+            bi = np.where(nb.index >= 0, nb.index + c0, -1)
+            idx, val = (bi, nb.cosine) if idx is None else _merge(idx, val, bi, nb.cosine, k)
+        assert idx is not None and val is not None
+        out[r0 : r0 + len(rs)] = knn_scores(Neighbours(idx, val, []), k)
+    return out
 
 
 def _round(x: np.ndarray) -> np.ndarray:

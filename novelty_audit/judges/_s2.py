@@ -1,0 +1,315 @@
+"""Live retrieval from the Semantic Scholar Graph API (`/graph/v1/paper/search`) as evidence for LLM judges.
+
+For each idea the retriever searches by the idea's title (or the start of its text), drops the idea's own
+paper (same normalized title) and papers dated after `cutoff`, and shows the first `k` remaining papers'
+titles, years and abstracts — the same block format as local-corpus retrieval.
+
+Reproducibility: every response is cached by content under `<store>/cache/s2/`, keyed by
+digest(endpoint, query parameters) — never the API key — and checked against its checksum when read (a
+damaged entry is moved to `corrupt/` and the query asked again). A rerun therefore shows the judge exactly
+the documents it saw before, with no request. `refresh: true` re-queries (the replaced response is kept
+under `history/`): when the results moved, each changed document is a changed evidence part of the verdicts
+that showed it, and `evidence_docs` lists them by title, so the audit names the documents that entered or
+left. 429 and 5xx answers, timeouts and dropped connections are retried with backoff (Retry-After
+honoured); requests are spaced to `requests_per_second`. The key (optional) is read from the environment
+variable `api_key_env` and sent as `x-api-key`; it is never stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from ..artifacts import digest_bytes, digest_obj
+from ..config import Frozen
+from ..errors import ConfigError, NoveltyAuditError
+
+__all__ = ["S2_SOURCE", "RetrievalError", "S2Args", "S2Retriever"]
+
+log = logging.getLogger(__name__)
+
+S2_SOURCE = "semantic-scholar"
+S2_FIELDS = "paperId,title,abstract,year,publicationDate"
+"""Requested per paper: the id, what is shown (title, abstract, year) and what the cutoff filter reads."""
+DEFAULT_BASE_URL = "https://api.semanticscholar.org/graph/v1"
+
+
+class RetrievalError(NoveltyAuditError):
+    """A search that kept failing after its retries (or was refused): the stage stops; responses already
+    received are cached, so the next run continues where this one stopped."""
+
+
+class S2Args(Frozen):
+    """Evidence from Semantic Scholar paper search (`retrieval: {source: semantic-scholar, ...}`)."""
+
+    source: Literal["semantic-scholar"]
+    """Selects this backend (the local corpus is `retrieval: {corpus: ...}`)."""
+    base_url: str = DEFAULT_BASE_URL
+    """Graph API root; part of the cache key and the judge config."""
+    query: Literal["title", "text"] = "title"
+    """What is searched: the idea's title, or the start of its text (`max_query_chars`). The search is a
+    keyword relevance search; short queries work best."""
+    max_query_chars: int = Field(default=300, ge=20)
+    """Longest query sent (characters, cut at a word boundary)."""
+    k: int = Field(default=3, ge=1)
+    """Papers shown per idea (after the filters)."""
+    limit: int = Field(default=20, ge=1, le=100)
+    """Results requested per search (the filters may drop some; the API allows up to 100)."""
+    max_chars: int = 600
+    """Abstract length shown (characters)."""
+    cutoff: str | None = None
+    """YYYY-MM-DD: papers published after it are dropped (and not requested: `publicationDateOrYear=:cutoff`).
+    A paper with only a year counts as published on Dec 31 of that year; one with neither is dropped."""
+    api_key_env: str | None = "S2_API_KEY"
+    """Environment variable with an API key (sent as x-api-key); unset or empty: no key (lower rate limits)."""
+    requests_per_second: float = Field(default=1.0, gt=0)
+    """Request rate limit within one process."""
+    max_retries: int = Field(default=5, ge=0)
+    """Retries on 429, 5xx, timeouts and dropped connections before the stage stops."""
+    backoff_s: float = 1.0
+    """First retry delay; doubles per retry (a longer Retry-After takes precedence)."""
+    max_backoff_s: float = 60.0
+    """Longest retry delay."""
+    timeout_s: float = 30.0
+    """Per-request timeout."""
+    refresh: bool = False
+    """Re-query every search and replace the cached response (run the stage with --force): a drift check
+    of the literature. Not part of the judge config."""
+
+    @field_validator("cutoff")
+    @classmethod
+    def _date(cls, v: str | None) -> str | None:
+        if v is not None and not _valid_date(v):
+            raise ValueError(f"cutoff {v!r} is not a date YYYY-MM-DD")
+        return v
+
+
+def _cutoff_ok(paper: dict[str, Any], cutoff: str | None) -> bool:
+    if cutoff is None:
+        return True
+    date = paper.get("publicationDate")
+    if isinstance(date, str) and len(date) >= 4:
+        return date[:10] <= cutoff
+    year = paper.get("year")
+    return isinstance(year, int) and f"{year}-12-31" <= cutoff
+
+
+class S2Retriever:
+    """Semantic Scholar search results per idea, with the blocks, evidence parts and documents a judge uses."""
+
+    def __init__(self, args: S2Args, cache_root: str | Path, *, refresh: bool = False):
+        import httpx
+
+        from ._cache import CallCache, endpoint_id
+
+        self.args = args
+        self.endpoint = endpoint_id(S2_SOURCE, args.base_url)
+        self.cache = CallCache(Path(cache_root) / "s2")
+        self.refresh = refresh or args.refresh
+        self._httpx = httpx
+        self._client: Any = None
+        self._lock = threading.Lock()
+        self._next_request = 0.0
+        self._refreshed: set[str] = set()
+        self._docs: dict[str, list[dict[str, Any]]] = {}
+        self._facts: Counter[str] = Counter()
+
+    # -- what the judge asks --------------------------------------------------------------------------
+    def config(self) -> dict[str, Any]:
+        a = self.args
+        return {
+            "method": S2_SOURCE, "endpoint": self.endpoint, "query": a.query, "max_query_chars": a.max_query_chars,
+            "k": a.k, "limit": a.limit, "max_chars": a.max_chars, "cutoff": a.cutoff, "fields": S2_FIELDS,
+        }  # fmt: skip
+
+    def input_files(self) -> list[Path]:
+        return []
+
+    def docs(self, idea) -> list[dict[str, Any]]:
+        """The papers shown for `idea`: {doc_id, title, year, abstract (as shown), digest}, best first."""
+        memo = digest_obj({"title": idea.title, "text": idea.text})
+        with self._lock:
+            if memo in self._docs:
+                return self._docs[memo]
+        results = self._search(self._query(idea))
+        from .distance import normalize_title
+
+        own = normalize_title(idea.title)
+        shown: list[dict[str, Any]] = []
+        for paper in results:
+            title = (paper.get("title") or "").strip()
+            if not title or not paper.get("paperId"):
+                self._facts["dropped_incomplete"] += 1
+                continue
+            if normalize_title(title) == own:
+                self._facts["dropped_own_paper"] += 1
+                continue
+            if not _cutoff_ok(paper, self.args.cutoff):
+                self._facts["dropped_after_cutoff"] += 1
+                continue
+            abstract = (paper.get("abstract") or "").strip()
+            if len(abstract) > self.args.max_chars:
+                abstract = abstract[: self.args.max_chars] + "…"
+            year = paper.get("year") if isinstance(paper.get("year"), int) else None
+            shown.append({
+                "doc_id": str(paper["paperId"]), "title": title, "year": year, "abstract": abstract,
+                "digest": digest_bytes(f"{title}\n{abstract}".encode()),
+            })  # fmt: skip
+            if len(shown) == self.args.k:
+                break
+        with self._lock:
+            self._docs[memo] = shown
+        return shown
+
+    def block(self, idea) -> str:
+        return "\n".join(f"- {d['title']} ({d['year'] or 'n.d.'}): {d['abstract'] or '(no abstract)'}" for d in self.docs(idea))
+
+    def blocks(self, shown) -> tuple[str, ...]:
+        return tuple(self.block(i) for i in shown)
+
+    def evidence_digest(self, shown) -> str:
+        return digest_obj(sorted(self.block(i) for i in shown))
+
+    def evidence_parts(self, ideas: Sequence[Any], slots: Sequence[str]) -> dict[str, str]:
+        """{retrieval: digest of the blocks shown, <slot>_retrieved_<rank>: digest of each paper shown}."""
+        parts = {"retrieval": self.evidence_digest(ideas)}
+        for slot, idea in zip(slots, ideas):
+            parts.update({f"{slot}_retrieved_{r}": d["digest"] for r, d in enumerate(self.docs(idea))})
+        return parts
+
+    def evidence_docs(self, ideas: Sequence[Any], slots: Sequence[str]) -> list[dict[str, Any]]:
+        return [
+            {"slot": slot, "rank": r, "doc_id": d["doc_id"], "digest": d["digest"], "title": d["title"], "year": d["year"],
+             "similarity": None, "source": S2_SOURCE}
+            for slot, idea in zip(slots, ideas) for r, d in enumerate(self.docs(idea))
+        ]  # fmt: skip
+
+    def facts(self) -> dict[str, int]:
+        """Run facts: searches sent, cache hits, retries, results dropped by each filter."""
+        return dict(sorted(self._facts.items()))
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    # -- the API --------------------------------------------------------------------------------------
+    def _query(self, idea) -> str:
+        text = idea.title if self.args.query == "title" else idea.text
+        text = " ".join(text.split())
+        if len(text) > self.args.max_query_chars:
+            text = text[: self.args.max_query_chars].rsplit(" ", 1)[0]
+        return text
+
+    def _params(self, query: str) -> dict[str, str]:
+        params = {"query": query, "limit": str(self.args.limit), "fields": S2_FIELDS}
+        if self.args.cutoff is not None:
+            params["publicationDateOrYear"] = f":{self.args.cutoff}"
+        return params
+
+    def _search(self, query: str) -> list[dict[str, Any]]:
+        params = self._params(query)
+        key = digest_obj({"endpoint": self.endpoint, "path": "/paper/search", "params": params})
+        if not (self.refresh and key not in self._refreshed):
+            entry = self.cache.get(key)
+            if entry is not None:
+                self._facts["cache_hits"] += 1
+                return entry["data"]
+        data = self._fetch(params)
+        self.cache.put(key, {"endpoint": self.endpoint, "path": "/paper/search", "params": params, "data": data})
+        self._refreshed.add(key)
+        return data
+
+    def _headers(self) -> dict[str, str]:
+        env = self.args.api_key_env
+        key = os.environ.get(env) if env else None
+        return {"x-api-key": key} if key else {}
+
+    def _wait_turn(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            start = max(now, self._next_request)
+            self._next_request = start + 1.0 / self.args.requests_per_second
+        if start > now:
+            time.sleep(start - now)
+
+    def _fetch(self, params: dict[str, str]) -> list[dict[str, Any]]:
+        a = self.args
+        httpx = self._httpx
+        if self._client is None:
+            self._client = httpx.Client(timeout=a.timeout_s)
+        url = f"{a.base_url.rstrip('/')}/paper/search"
+        jitter = random.Random(digest_obj(params))  # spreads retries; decides nothing about the result
+        reason = ""
+        for attempt in range(a.max_retries + 1):
+            if attempt:
+                self._facts["retries"] += 1
+            self._wait_turn()
+            retry_after: float | None = None
+            try:
+                resp = self._client.get(url, params=params, headers=self._headers())
+            except httpx.TimeoutException:
+                reason = "timeout"
+            except httpx.TransportError as exc:
+                reason = f"connection error ({type(exc).__name__})"
+            else:
+                if resp.status_code == 200:
+                    data = _papers(resp)
+                    if data is not None:
+                        self._facts["searches"] += 1
+                        return data
+                    reason = "malformed response"
+                elif resp.status_code == 429 or resp.status_code >= 500:
+                    reason = f"HTTP {resp.status_code}"
+                    retry_after = _float(resp.headers.get("retry-after"))
+                elif resp.status_code in (401, 403):
+                    raise ConfigError(
+                        f"Semantic Scholar refused the request (HTTP {resp.status_code})",
+                        hint=f"check the key in {a.api_key_env} (or unset it to search without a key)",
+                    )
+                else:
+                    raise RetrievalError(f"Semantic Scholar search failed: HTTP {resp.status_code} for query {params['query'][:60]!r}")
+            if attempt < a.max_retries:
+                delay = min(a.max_backoff_s, a.backoff_s * 2**attempt) * (0.5 + jitter.random() / 2)
+                time.sleep(max(delay, retry_after or 0.0))
+        raise RetrievalError(
+            f"Semantic Scholar search failed after {a.max_retries + 1} attempts ({reason}) for query {params['query'][:60]!r}",
+            hint="responses received so far are cached: run the stage again later (or raise retrieval.max_retries)",
+        )
+
+
+def _papers(resp: Any) -> list[dict[str, Any]] | None:
+    try:
+        body = resp.json()
+    except ValueError:
+        return None
+    data = body.get("data", []) if isinstance(body, dict) else None
+    if not isinstance(data, list) or not all(isinstance(p, dict) for p in data):
+        return None
+    return data
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _valid_date(text: str) -> bool:
+    import datetime as dt
+
+    try:
+        dt.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return len(text) == 10

@@ -1,0 +1,111 @@
+"""Done-when of issue 13: a file in the Ai2 expert-annotation format imports with no hand-written join.
+
+The file is built from the embedded benchmark: shown orders swapped on every other row (as in the release),
+the expert agreeing with gold on every row, a model's `predicted` column right on two rows in three, and one
+row whose texts match no pinned pair. The pipeline's own stages pin, judge and score it.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+import yaml
+
+from novelty_audit.artifacts import load_manifest
+from novelty_audit.errors import ConfigError
+from novelty_audit.pipeline import run_stage
+
+COLUMNS = ["item_id", "problem_id", "source_file", "generation_model", "judge_model", "shown_A_idea",
+           "shown_B_idea", "gold", "predicted", "annotation", "annotation_reasoning"]
+N = 30
+
+
+def expert_file(project: Path) -> tuple[Path, int]:
+    """30 human-only pairs in the Ai2 format + one unmatched row; returns (path, rows where predicted is right)."""
+    pairs = pl.read_parquet(project / "artifacts/pin/human-only/pairs.parquet").sort("pair_id").head(N)
+    ideas = pl.read_parquet(project / "artifacts/pin/human-only/ideas.parquet")
+    text = dict(zip(ideas["idea_id"], ideas["text"]))
+    rows, right = [], 0
+    for k, p in enumerate(pairs.iter_rows(named=True)):
+        shown = (p["idea_0"], p["idea_1"]) if k % 2 == 0 else (p["idea_1"], p["idea_0"])
+        gold = "A" if shown[0] == p["gold_idea_id"] else "B"
+        wrong = "B" if gold == "A" else "A"
+        predicted = gold if k % 3 else wrong
+        right += predicted == gold
+        rows.append({
+            "item_id": k, "problem_id": p["source_key"], "source_file": "human-only/pairwise.yaml",
+            "generation_model": "", "judge_model": "gpt-5.4", "shown_A_idea": text[shown[0]],
+            "shown_B_idea": text[shown[1]], "gold": gold, "predicted": predicted, "annotation": gold,
+            "annotation_reasoning": "…",
+        })
+    rows.append({**rows[0], "item_id": N, "shown_A_idea": "An idea that is in no pinned split."})
+    path = project / "data/imports/expert_annotations.csv"
+    path.parent.mkdir(parents=True)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    return path, right
+
+
+def benchmark_only(project: Path) -> None:
+    """Pin and judge only the two Ai2 splits the project fixture copies."""
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    benchmark = ("human-only", "human-plus-generated")
+    raw["pin"]["datasets"] = {k: raw["pin"]["datasets"][k] for k in benchmark}
+    raw["judge"]["datasets"] = list(benchmark)
+    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
+def only_import_judges(project: Path) -> None:
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    cols = {"text_a": "shown_A_idea", "text_b": "shown_B_idea"}
+    path = "data/imports/expert_annotations.csv"
+    raw["judge"]["judges"] = {
+        "ai2-expert": {"backend": "import", "args": {"path": path, "columns": {**cols, "vote": "annotation"}, "on_unmatched": "exclude"}},
+        "gpt-5.4-ai2": {"backend": "import", "args": {"path": path, "columns": {**cols, "vote": "predicted"}, "on_unmatched": "exclude"}},
+        "random": {"backend": "random"},
+    }
+    raw["judge"]["tasks"] = ["pairwise", "pointwise"]
+    raw["metrics"]["bootstrap_resamples"] = 200
+    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
+def add_judge_dep(project: Path, dep: str) -> None:
+    raw = yaml.safe_load((project / "dvc.yaml").read_text())
+    raw["stages"]["judge"]["deps"].append(dep)
+    (project / "dvc.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
+def test_ai2_expert_file_imports_by_shown_text_and_scores_on_covered_pairs(project):
+    benchmark_only(project)
+    run_stage("pin")
+    path, right = expert_file(project)
+    only_import_judges(project)
+    with pytest.raises(ConfigError, match="data/imports"):  # the file must be a dvc dep of the judge stage
+        run_stage("judge")
+    add_judge_dep(project, "data/imports")
+    judge = run_stage("judge")
+
+    excl = judge.summary["exclusions"]
+    for j in ("ai2-expert", "gpt-5.4-ai2"):
+        (row,) = excl[j]
+        assert (row["row"], row["field"]) == (N + 1, "shown_A_idea") and "matches no pinned idea" in row["reason"]
+
+    run_stage("metrics")
+    doc = orjson.loads((project / "artifacts/metrics/metrics.json").read_bytes())
+    ho = doc["human-only"]
+    assert ho["ai2-expert"]["covered"] == N
+    assert ho["ai2-expert"]["accuracy_on_covered"] == 1.0  # the expert agrees with gold on every row
+    assert ho["ai2-expert"]["coverage"] == pytest.approx(N / 154)
+    assert ho["ai2-expert"]["strict_accuracy"] == pytest.approx(N / 154)
+    assert ho["gpt-5.4-ai2"]["accuracy_on_covered"] == pytest.approx(right / N)
+    assert ho["random"]["coverage"] == 1.0
+    # the file matches no human-plus-generated pair: no entry there, not a 0.000 row
+    assert set(doc["human-plus-generated"]) == {"random"}
+    manifest = load_manifest(project / "artifacts/judge")
+    assert manifest.summary["exclusions"] == excl

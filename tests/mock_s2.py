@@ -1,0 +1,149 @@
+"""A scripted Semantic Scholar Graph API (`GET /graph/v1/paper/search`) on 127.0.0.1, for tests only.
+
+Results for a query are the papers of the first script whose `match` the query contains
+(`mock.script("graph attention", [paper(...), ...])`), else `default_results(query)`: three
+deterministic papers derived from the query. Scripts can be replaced between two runs (result drift).
+`publicationDateOrYear=:YYYY-MM-DD` and `limit` are applied as the real API does; the paper fields
+returned are always paperId, title, abstract, year, publicationDate.
+
+Faults: `mock.add_fault("molecules", "429", times=1, retry_after=0.01)` (also "500", "503", "malformed",
+"403"); `times` counts per distinct query. Every request is recorded (path, query parameters, headers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from aiohttp import web
+from mock_llm import free_port
+
+__all__ = ["MockS2", "paper"]
+
+
+def paper(pid: str, title: str, year: int | None = 2020, abstract: str | None = None, date: str | None = None) -> dict[str, Any]:
+    return {
+        "paperId": pid, "title": title, "abstract": abstract if abstract is not None else f"Abstract of {title}.",
+        "year": year, "publicationDate": date,
+    }  # fmt: skip
+
+
+def default_results(query: str) -> list[dict[str, Any]]:
+    words = "-".join(query.lower().split()[:3]) or "empty"
+    return [paper(f"{words}-{i}", f"Earlier work {i} on {query[:40]}", 2015 + i) for i in range(3)]
+
+
+@dataclass
+class Fault:
+    match: str
+    kind: str
+    times: int | None
+    retry_after: float | None
+    seen: Counter = field(default_factory=Counter)
+
+
+@dataclass
+class Recorded:
+    path: str
+    params: dict[str, str]
+    headers: dict[str, str]
+
+
+class MockS2:
+    """`with MockS2() as s2:`; point a judge's `retrieval.base_url` at `s2.base_url`."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.scripts: list[tuple[str, list[dict[str, Any]]]] = []
+        self.faults: list[Fault] = []
+        self.requests: list[Recorded] = []
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/graph/v1"
+
+    @property
+    def count(self) -> int:
+        return len(self.requests)
+
+    def script(self, match: str, papers: list[dict[str, Any]]) -> None:
+        """Answer queries containing `match` with `papers` (replaces an earlier script for the same match)."""
+        with self._lock:
+            self.scripts = [(m, p) for m, p in self.scripts if m != match] + [(match, papers)]
+
+    def add_fault(self, match: str, kind: str, *, times: int | None = None, retry_after: float | None = None) -> None:
+        self.faults.append(Fault(match, kind, times, retry_after))
+
+    def _fault(self, query: str) -> Fault | None:
+        with self._lock:
+            for f in self.faults:
+                if f.match in query and (f.times is None or f.seen[query] < f.times):
+                    f.seen[query] += 1
+                    return f
+        return None
+
+    async def _search(self, request: web.Request) -> web.Response:
+        params = dict(request.query)
+        with self._lock:
+            self.requests.append(Recorded(request.path, params, {k.lower(): v for k, v in request.headers.items()}))
+        query = params.get("query", "")
+        fault = self._fault(query)
+        if fault is not None:
+            if fault.kind == "429":
+                headers = {"retry-after": str(fault.retry_after)} if fault.retry_after is not None else {}
+                return web.json_response({"message": "Too Many Requests"}, status=429, headers=headers)
+            if fault.kind in ("500", "503", "403"):
+                return web.json_response({"message": "error"}, status=int(fault.kind))
+            if fault.kind == "malformed":
+                return web.Response(text="<html>bad gateway</html>", content_type="text/html")
+        with self._lock:
+            papers = next((p for m, p in reversed(self.scripts) if m in query), None)
+        papers = list(default_results(query) if papers is None else papers)
+        cutoff = params.get("publicationDateOrYear", "")
+        if cutoff.startswith(":"):
+            end = cutoff[1:]
+            papers = [p for p in papers if (p.get("publicationDate") or f"{p.get('year') or 9999}-01-01") <= end]
+        papers = papers[: int(params.get("limit", "10"))]
+        return web.json_response({"total": len(papers), "offset": 0, "data": papers})
+
+    def start(self) -> MockS2:
+        ready = threading.Event()
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            app = web.Application()
+            app.router.add_get("/graph/v1/paper/search", self._search)
+            runner = web.AppRunner(app, shutdown_timeout=0.1, handle_signals=False, access_log=None)
+            loop.run_until_complete(runner.setup())
+            loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", self.port, reuse_address=True).start())
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="mock-s2", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("mock S2 server did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+        self._loop = self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
