@@ -322,3 +322,21 @@ def test_a_forked_child_does_not_inherit_its_parents_claims(tmp_path):
     finally:
         child.join(timeout=120)
         held.release()
+
+
+def test_a_process_with_many_cache_roots_keeps_a_bounded_number_of_stripe_descriptors(tmp_path):
+    from novelty_audit.judges import _cache
+
+    open_fds = lambda: len(os.listdir("/proc/self/fd"))  # noqa: E731
+    before = open_fds()
+    for i in range(6):  # 6 roots x ~200 stripes each: far more idle stripes than a process keeps open
+        cache = CallCache(tmp_path / f"calls-{i}")
+        for v in range(400):
+            claim = cache.try_claim(key_of(vote_index=v))
+            if claim is not None:
+                claim.release()
+    assert _cache._CLAIMS.open_descriptors() <= _cache._IDLE_FDS
+    assert open_fds() - before <= _cache._IDLE_FDS
+    again = cache.try_claim(key_of(vote_index=0))  # a stripe closed for lack of room opens again when needed
+    assert again is not None
+    again.release()

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import re
-import select
+import selectors
 import subprocess
 import sys
 import time
@@ -109,15 +109,17 @@ class Served:
 
     def _wait_for_url(self, timeout: float) -> str:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-            if ready:
-                line = self.proc.stdout.readline()
-                match = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
-                if match:
-                    return match.group(1)
-            if self.proc.poll() is not None:
-                raise AssertionError(f"review server exited {self.proc.returncode}: {self.proc.stderr.read()[-2000:]}")
+        # selectors, not select.select: late in a long test session the pipe's fd may be above FD_SETSIZE (1024).
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            while time.monotonic() < deadline:
+                if sel.select(timeout=0.5):
+                    line = self.proc.stdout.readline()
+                    match = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+                    if match:
+                        return match.group(1)
+                if self.proc.poll() is not None:
+                    raise AssertionError(f"review server exited {self.proc.returncode}: {self.proc.stderr.read()[-2000:]}")
         self.stop()
         raise AssertionError("review server printed no URL within the timeout")
 

@@ -67,7 +67,8 @@ def test_the_stage_writes_every_table_and_publishes_metrics_json_byte_for_byte(j
     assert alpha["n_pairs"] == 8
     assert alpha["strict_accuracy"] == pytest.approx(5 / 8)
     assert alpha["soft_accuracy"] == pytest.approx(5.5 / 8)
-    assert alpha["coverage"] == pytest.approx(7 / 8)
+    assert alpha["verdict_rate"] == pytest.approx(7 / 8)  # the abstention (none) is no verdict
+    assert alpha["coverage"] == 1.0 and alpha["accuracy_on_covered"] == pytest.approx(5 / 8)  # asked about every pair
     assert alpha["cost_usd"] == pytest.approx(0.008)
     assert (alpha["n_error"], alpha["n_error_by_reason"], alpha["n_truncated"]) == (0, {}, 0)
     assert not [k for k in alpha if "latency" in k]  # a run fact, never a metric
@@ -136,7 +137,7 @@ def test_controls_through_pin_judge_and_metrics_give_their_known_values(project)
         # always-first names idea_0 forward and idea_1 reversed: a tie on every pair, fully order-driven
         assert (first["strict_accuracy"], first["tie_rate"], first["coverage"]) == (0.0, 1.0, 1.0)
         assert first["order_flip_rate"] == 1.0 and first["first_position_rate"] == 1.0
-        assert doc[ds]["abstain"]["coverage"] == 0.0 and doc[ds]["abstain"]["strict_accuracy"] == 0.0
+        assert doc[ds]["abstain"]["verdict_rate"] == 0.0 and doc[ds]["abstain"]["strict_accuracy"] == 0.0
         assert doc[ds]["abstain"]["n_pairs"] == 154
     assert load_manifest(project / "artifacts/metrics").summary["human-only"]["judges"] == 4
 
@@ -152,18 +153,20 @@ def test_dvc_repro_declares_metrics_json_for_dvc_metrics(project):
     repo = Path(__file__).resolve().parents[2]
     for d in ("novelty_audit", "stages"):
         shutil.copytree(repo / d, project / d, ignore=shutil.ignore_patterns("__pycache__"))
-    # the data the metrics stage's ancestors depend on (dvc checks every dep of every stage it runs)
+    # every source dep of every stage (data, prompts): dvc checks each dep of each stage it runs, and the
+    # metrics stage's ancestors are whatever dvc.yaml says they are
     stages = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
-    for name in ("pin", "judge", "metrics"):
-        for dep in stages[name].get("deps", []):
-            if dep.startswith("data/") and not (project / dep).exists():
+    for stage in stages.values():
+        for dep in stage.get("deps", []):
+            if not dep.startswith("artifacts/") and not (project / dep).exists() and (repo / dep).exists():
                 src = repo / dep
                 (project / dep).parent.mkdir(parents=True, exist_ok=True)
-                (shutil.copytree if src.is_dir() else shutil.copy)(src, project / dep)
+                (shutil.copytree if src.is_dir() else shutil.copy)(src, project / dep, **({"ignore": shutil.ignore_patterns("__pycache__")} if src.is_dir() else {}))
     (project / "reports").mkdir(exist_ok=True)
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     subprocess.run(["dvc", "init", "-q"], cwd=project, check=True)
-    subprocess.run(["dvc", "repro", "-q", "metrics"], cwd=project, check=True, capture_output=True)
+    repro = subprocess.run(["dvc", "repro", "-q", "metrics"], cwd=project, capture_output=True, text=True)
+    assert repro.returncode == 0, repro.stdout + repro.stderr
     shown = subprocess.run(["dvc", "metrics", "show", "--json"], cwd=project, capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr  # the by-reason dicts are numbers dvc can flatten
     data = json.loads(shown.stdout)[""]["data"]["reports/metrics.json"]["data"]
