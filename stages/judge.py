@@ -21,7 +21,7 @@ from novelty_audit.novbench._generate import REVIEW_KEYS
 from novelty_audit.novbench._review import build as build_review_generators, review_inputs, run_reviews, write_reviews
 from novelty_audit.params import Params, section_payload
 
-UPSTREAM: tuple[str, ...] = ("pin",)
+UPSTREAM: tuple[str, ...] = ("pin", "probe")
 KEYS = {
     "verdicts.parquet": ["dataset", "judge", "pair_id"],
     "pointwise.parquet": ["dataset", "judge", "idea_id"],
@@ -48,6 +48,7 @@ def run(
     if limit is not None:
         params = params.model_copy(update={"judge": params.judge.model_copy(update={"limit": limit})})
     pin_dir = Path((inputs or {}).get("pin", Path(params.store.artifacts) / "pin"))
+    probe_dir = Path((inputs or {}).get("probe", Path(params.store.artifacts) / "probe"))
     # NovBench datasets (pin source novbench) are judged only by the review task's generators.
     novbench = sorted(n for n, p in params.pin.datasets.items() if p.source == "novbench")
     if set(params.judge.datasets) & set(novbench):
@@ -59,10 +60,10 @@ def run(
         params.judge, store_root=params.store.root, budget=budget,
         shared_cache=params.store.shared_cache, shared_cache_options=params.store.shared_cache_options,
     )  # fmt: skip
-    extra = judge_stage_inputs(params.judge, pin_dir, built) + review_inputs(pin_dir, review_ds, generators)
+    extra = judge_stage_inputs(params.judge, pin_dir, built, probe_dir) + review_inputs(pin_dir, review_ds, generators)
 
     def compute(tmp: Path) -> StageResult:
-        run_ = run_judges(params.judge, pin_dir, built, tmp, map_judges=map_judges)
+        run_ = run_judges(params.judge, pin_dir, built, tmp, map_judges=map_judges, probe_dir=probe_dir)
         reviews = run_reviews(params.judge, pin_dir, review_ds, generators)
         write_reviews(reviews, tmp, judges_table=tmp / "judges.parquet")
         summary = {**run_.summary, **({"review": reviews.summary} if generators else {})}
