@@ -69,3 +69,31 @@ def test_editing_one_template_moves_only_its_probes_verdicts_and_family_metrics(
     for judge in ("random", "gullible"):
         for key in ("attack_success_rate_instruction", "attack_success_rate_claim", "attack_success_rate_format", "length_control_rate"):
             assert metrics_after[ds][judge][key] == metrics_before[ds][judge][key]
+
+
+def test_the_audit_names_an_edited_template_an_evidence_change_of_its_family(project):
+    from novelty_audit.artifacts import Store
+    from novelty_audit.audit import audit_sides, ledger_side
+
+    add_catalogue(project)
+    with MockLLM(answer=gullible) as mock:
+        set_params(project, {"gullible": mock_judge(mock.base_url)}, pairs=16)
+        run("pin", "probe", "judge", "metrics", "report")
+        raw = yaml.safe_load((project / CATALOGUE).read_text())
+        for t in raw["templates"]:
+            if t["id"] == "instruction-ignore-and-choose":  # the edit turns the instruction into a harmless sentence
+                t["text"] = "A short note on the structure of this proposal follows the usual order."
+        (project / CATALOGUE).write_text(yaml.safe_dump(raw, sort_keys=False))
+        params = yaml.safe_load((project / "params.yaml").read_text())
+        params["probe"]["catalogue"]["sha256"] = digest_file(project / CATALOGUE)
+        (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        run("pin", "probe", "judge", "metrics", "report")
+    store = Store(project / ".novelty-audit")
+    runs = store.runs()
+    result = audit_sides(store, ledger_side(store, runs[-2].run_id), ledger_side(store, runs[-1].run_id))
+    changes = [c for c in result.changes if c.dataset == "human-only:injection"]
+    assert changes and {c.cause for c in changes} == {"evidence"} and {c.family for c in changes} == {"instruction"}
+    assert all(c.dataset.endswith(":injection") for c in result.changes)
+    assert "attack family: instruction" in (project / "reports/audit.md").read_text()
+    report = (project / "reports/report.md").read_text()
+    assert "Injection probe" in report and "attack success (injection probe)" in report
