@@ -5,6 +5,7 @@ dvc.yaml: `judge`; params.yaml: `judge:`; outputs: artifacts/judge/{verdicts,poi
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from novelty_audit.artifacts import (
@@ -53,6 +54,14 @@ def run(
     novbench = sorted(n for n, p in params.pin.datasets.items() if p.source == "novbench")
     if set(params.judge.datasets) & set(novbench):
         params = params.model_copy(update={"judge": params.judge.model_copy(update={"datasets": [d for d in params.judge.datasets if d not in novbench]})})
+    # Probe datasets the probe stage has not published (a stage run by hand before `probe`; dvc.yaml always runs
+    # probe first) are left out of this run, named in its params payload and summary, and announced on stderr.
+    probe_missing = [d for d in params.judge.probe_datasets if not (probe_dir / d / "pairs.parquet").is_file()]
+    if probe_missing:
+        print(f"judge: probe dataset(s) {', '.join(probe_missing)} not published in {probe_dir}; judged without them "
+              "(run `novelty-audit stage probe` first)", file=sys.stderr)
+        kept = [d for d in params.judge.probe_datasets if d not in probe_missing]
+        params = params.model_copy(update={"judge": params.judge.model_copy(update={"probe_datasets": kept})})
     budget = Budget.for_run(params.judge.budget_usd, params.store.root)  # one cap for judges and review generators
     generators = build_review_generators(params.judge, store_root=params.store.root, budget=budget)
     review_ds = novbench if generators else []
@@ -66,7 +75,7 @@ def run(
         run_ = run_judges(params.judge, pin_dir, built, tmp, map_judges=map_judges, probe_dir=probe_dir)
         reviews = run_reviews(params.judge, pin_dir, review_ds, generators)
         write_reviews(reviews, tmp, judges_table=tmp / "judges.parquet")
-        summary = {**run_.summary, **({"review": reviews.summary} if generators else {})}
+        summary = {**run_.summary, **({"review": reviews.summary} if generators else {}), **({"probe_missing": probe_missing} if probe_missing else {})}
         facts = {**run_.facts, **({"review": reviews.facts} if reviews.facts else {})}
         failed = run_.failed + reviews.failed
         return StageResult(
@@ -77,7 +86,7 @@ def run(
         manifest = execute_stage(
             "judge",
             code_root="stages.judge",
-            params={**section_payload(params, "judge"), "judge_skipped": built.skipped},
+            params={**section_payload(params, "judge"), "judge_skipped": built.skipped, **({"probe_missing": probe_missing} if probe_missing else {})},
             inputs=[StageInput(p) for p in extra],
             out_dir=out_dir,
             store=Store(params.store.root),
