@@ -71,7 +71,7 @@ def judge_stage_inputs(jp: JudgeParams, pin_dir: Path, built: Built, probe_dir: 
             paths.append(p)
     for ds in jp.probe_datasets:
         for t in _PIN_TABLES:
-            p = Path(probe_dir or "artifacts/probe") / ds / t
+            p = _probe_dir(probe_dir) / ds / t
             if not p.exists():
                 raise BadInputError(
                     f"{p}: missing probe table for dataset '{ds}'",
@@ -192,6 +192,12 @@ def _limit_summary(jp: JudgeParams, all_pairs: Sequence[PairItem], pairs: Sequen
     }
 
 
+def _probe_dir(probe_dir: Path | None) -> Path:
+    if probe_dir is None:
+        raise ValueError("judge.probe_datasets is set: pass the probe stage's output directory (probe_dir)")
+    return Path(probe_dir)
+
+
 def runs_probe(jp: JudgeParams, judge: Judge) -> bool:
     """Whether `judge` judges the probe datasets (`judge.probe_judges`; null: every enabled judge)."""
     return bool(jp.probe_datasets) and (jp.probe_judges is None or judge.name in jp.probe_judges)
@@ -203,7 +209,7 @@ def run_judges(
     """Run every built judge over the pinned items (and the probe pairs, for the judges that run the probe)
     and write verdicts/pointwise/judges Parquet into `out_dir`."""
     all_pairs, all_points = load_items(pin_dir, list(jp.datasets))
-    probe_all = load_items(Path(probe_dir or "artifacts/probe"), list(jp.probe_datasets))[0] if jp.probe_datasets else []
+    probe_all = load_items(_probe_dir(probe_dir), list(jp.probe_datasets))[0] if jp.probe_datasets else []
     pairs, points = limit_items(all_pairs, all_points, jp.limit, jp.seed)
     probe_pairs, _ = limit_items(probe_all, [], jp.limit, jp.seed)
     subset = _limit_summary(jp, all_pairs, pairs, points) if jp.limit is not None else None
