@@ -22,6 +22,7 @@ from .config import (
     JudgeParams,
     MetricsParams,
     PoolsParams,
+    ProbeParams,
     ReportParams,
     SignalsParams,
 )
@@ -102,6 +103,7 @@ class Params(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     store: StoreParams = Field(default_factory=StoreParams)
     pin: PinParams
+    probe: ProbeParams = Field(default_factory=ProbeParams)
     judge: JudgeParams = Field(default_factory=JudgeParams)
     flows: FlowsParams = Field(default_factory=FlowsParams)
     audit: AuditParams = Field(default_factory=AuditParams)

@@ -5,6 +5,7 @@ dvc.yaml: `judge`; params.yaml: `judge:`; outputs: artifacts/judge/{verdicts,poi
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from novelty_audit.artifacts import (
@@ -21,7 +22,7 @@ from novelty_audit.novbench._generate import REVIEW_KEYS
 from novelty_audit.novbench._review import build as build_review_generators, review_inputs, run_reviews, write_reviews
 from novelty_audit.params import Params, section_payload
 
-UPSTREAM: tuple[str, ...] = ("pin",)
+UPSTREAM: tuple[str, ...] = ("pin", "probe")
 KEYS = {
     "verdicts.parquet": ["dataset", "judge", "pair_id"],
     "pointwise.parquet": ["dataset", "judge", "idea_id"],
@@ -48,10 +49,19 @@ def run(
     if limit is not None:
         params = params.model_copy(update={"judge": params.judge.model_copy(update={"limit": limit})})
     pin_dir = Path((inputs or {}).get("pin", Path(params.store.artifacts) / "pin"))
+    probe_dir = Path((inputs or {}).get("probe", Path(params.store.artifacts) / "probe"))
     # NovBench datasets (pin source novbench) are judged only by the review task's generators.
     novbench = sorted(n for n, p in params.pin.datasets.items() if p.source == "novbench")
     if set(params.judge.datasets) & set(novbench):
         params = params.model_copy(update={"judge": params.judge.model_copy(update={"datasets": [d for d in params.judge.datasets if d not in novbench]})})
+    # Probe datasets the probe stage has not published (a stage run by hand before `probe`; dvc.yaml always runs
+    # probe first) are left out of this run, named in its params payload and summary, and announced on stderr.
+    probe_missing = [d for d in params.judge.probe_datasets if not (probe_dir / d / "pairs.parquet").is_file()]
+    if probe_missing:
+        print(f"judge: probe dataset(s) {', '.join(probe_missing)} not published in {probe_dir}; judged without them "
+              "(run `novelty-audit stage probe` first)", file=sys.stderr)
+        kept = [d for d in params.judge.probe_datasets if d not in probe_missing]
+        params = params.model_copy(update={"judge": params.judge.model_copy(update={"probe_datasets": kept})})
     budget = Budget.for_run(params.judge.budget_usd, params.store.root)  # one cap for judges and review generators
     generators = build_review_generators(params.judge, store_root=params.store.root, budget=budget)
     review_ds = novbench if generators else []
@@ -59,13 +69,13 @@ def run(
         params.judge, store_root=params.store.root, budget=budget,
         shared_cache=params.store.shared_cache, shared_cache_options=params.store.shared_cache_options,
     )  # fmt: skip
-    extra = judge_stage_inputs(params.judge, pin_dir, built) + review_inputs(pin_dir, review_ds, generators)
+    extra = judge_stage_inputs(params.judge, pin_dir, built, probe_dir) + review_inputs(pin_dir, review_ds, generators)
 
     def compute(tmp: Path) -> StageResult:
-        run_ = run_judges(params.judge, pin_dir, built, tmp, map_judges=map_judges)
+        run_ = run_judges(params.judge, pin_dir, built, tmp, map_judges=map_judges, probe_dir=probe_dir)
         reviews = run_reviews(params.judge, pin_dir, review_ds, generators)
         write_reviews(reviews, tmp, judges_table=tmp / "judges.parquet")
-        summary = {**run_.summary, **({"review": reviews.summary} if generators else {})}
+        summary = {**run_.summary, **({"review": reviews.summary} if generators else {}), **({"probe_missing": probe_missing} if probe_missing else {})}
         facts = {**run_.facts, **({"review": reviews.facts} if reviews.facts else {})}
         failed = run_.failed + reviews.failed
         return StageResult(
@@ -76,7 +86,7 @@ def run(
         manifest = execute_stage(
             "judge",
             code_root="stages.judge",
-            params={**section_payload(params, "judge"), "judge_skipped": built.skipped},
+            params={**section_payload(params, "judge"), "judge_skipped": built.skipped, **({"probe_missing": probe_missing} if probe_missing else {})},
             inputs=[StageInput(p) for p in extra],
             out_dir=out_dir,
             store=Store(params.store.root),

@@ -12,6 +12,7 @@ manifested artifact and is rewritten on reuse too, so it always matches the curr
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -27,11 +28,12 @@ from novelty_audit.artifacts import (
     write_table,
 )
 from novelty_audit.errors import ManifestMismatchError
-from novelty_audit.metrics import compute_metrics
+from novelty_audit.metrics import PROBE_DEFINITIONS, compute_metrics, probe_metrics
 from novelty_audit.novbench._stage import NOVBENCH_OUTPUTS, novbench_inputs, resolve_fluency, score_reviews
 from novelty_audit.params import Params, section_payload
+from novelty_audit.probe import PROBE_SUFFIX
 
-UPSTREAM: tuple[str, ...] = ("judge",)
+UPSTREAM: tuple[str, ...] = ("judge", "probe")
 KEYS: dict[str, list[str] | None] = {
     "metrics.json": None,
     "definitions.json": None,
@@ -42,6 +44,8 @@ KEYS: dict[str, list[str] | None] = {
     "prompt_sensitivity.parquet": ["dataset", "backbone"],
     "error_reasons.parquet": ["dataset", "judge", "table", "reason"],
 }
+PROBE_KEYS: dict[str, list[str] | None] = {"probe_pairs.parquet": ["dataset", "judge", "pair_id"]}
+"""Written when the judge stage judged probe datasets: both verdicts of every probe pair (metrics/_probe.py)."""
 
 
 def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None, force: bool = False) -> StageManifest:
@@ -56,6 +60,14 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
     optional = [judge_dir / n for n in ("pointwise.parquet", "judges.parquet")]
     files = [verdicts_path] + [p for p in optional if p.exists()]
     pin_dir = Path(params.store.artifacts) / "pin"
+    # Probe datasets judged by the judge stage: their probe tables say which clean pair and family each probe is.
+    probe_dir = Path((inputs or {}).get("probe", Path(params.store.artifacts) / "probe"))
+    probe_names = sorted(d for d in pl.read_parquet(verdicts_path, columns=["dataset"])["dataset"].unique().to_list() if d.endswith(PROBE_SUFFIX))
+    probe_files = [probe_dir / ds / "probes.parquet" for ds in probe_names]
+    missing = [p for p in probe_files if not p.is_file()]
+    if missing:
+        raise ManifestMismatchError(f"{missing[0]}: not found; the judge stage judged probe dataset(s) {', '.join(probe_names)}",
+                                    hint="run the probe stage (novelty-audit stage probe) with the same params as the judge stage")
     novbench_files = novbench_inputs(judge_dir, pin_dir)  # reviews.parquet + the pinned references it is scored against
     lm, lm_reason = resolve_fluency(params.store.root, params.metrics.novbench_clarity_lm) if novbench_files else (None, "no NovBench reviews")
 
@@ -64,7 +76,14 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
             p = judge_dir / name
             return pl.read_parquet(p) if p.exists() else None
 
-        tables = compute_metrics(pl.read_parquet(verdicts_path), maybe("pointwise.parquet"), maybe("judges.parquet"), params.metrics)
+        verdicts = pl.read_parquet(verdicts_path)
+        clean = verdicts.filter(~pl.col("dataset").is_in(probe_names))
+        tables = compute_metrics(clean, maybe("pointwise.parquet"), maybe("judges.parquet"), params.metrics)
+        # The probe datasets get their own figures (attack success per family), never accuracy or comparisons.
+        probes = pl.concat([pl.read_parquet(p) for p in probe_files]) if probe_files else None
+        probe = probe_metrics(verdicts, probes, confidence=params.metrics.confidence) if probes is not None else None
+        if probe is not None:
+            tables = replace(tables, metrics=pl.concat([tables.metrics, probe.metrics]), definitions=[*tables.definitions, *PROBE_DEFINITIONS])
         # NovBench generators (the review task) under their own dataset names (novelty_audit/novbench).
         nb = score_reviews(judge_dir, pin_dir, params.metrics, params.store.root, fluency=(lm, lm_reason)) if novbench_files else None
         nb_metrics = nb.metrics if nb else {}
@@ -91,13 +110,17 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
             for ds in sorted(tables.metrics["dataset"].unique().to_list())
         }
         summary.update({ds: {"generators": len(gens)} for ds, gens in nb_metrics.items()})
-        return StageResult(outputs={**KEYS, **(NOVBENCH_OUTPUTS if novbench_files else {})}, summary=summary)
+        if probe is not None:
+            write_table(tmp / "probe_pairs.parquet", probe.pairs.sort(PROBE_KEYS["probe_pairs.parquet"]))
+        extra = {**(NOVBENCH_OUTPUTS if novbench_files else {}), **(PROBE_KEYS if probe is not None else {})}
+        return StageResult(outputs={**KEYS, **extra}, summary=summary)
 
     manifest = execute_stage(
         "metrics",
         code_root="stages.metrics",
         params={**section_payload(params, "metrics"), **({"novbench_clarity_lm": lm.name if lm else lm_reason} if novbench_files else {})},
-        inputs=[StageInput(p, key=k) for p, k in zip(files, _keys(files))] + [StageInput(p, key=_NOVBENCH_KEYS.get(p.name)) for p in novbench_files],
+        inputs=[StageInput(p, key=k) for p, k in zip(files, _keys(files))] + [StageInput(p, key=_NOVBENCH_KEYS.get(p.name)) for p in novbench_files]
+        + [StageInput(p, key=["pair_id"]) for p in probe_files],
         out_dir=out_dir,
         store=Store(params.store.root),
         compute=compute,

@@ -253,6 +253,7 @@ def classify_changes(
     kind: str = "pairwise",
     texts_before: Mapping[tuple[str, str], str] | None = None,
     texts_after: Mapping[tuple[str, str], str] | None = None,
+    families: Mapping[tuple[str, str], str] | None = None,
 ) -> AuditResult:
     """Every changed verdict between two tables of one kind (pairwise | pointwise | review), with a cause.
 
@@ -263,7 +264,8 @@ def classify_changes(
     A judge with rows on one side only is one `membership` line, not a change per row.
     `configs_*` map judge → config dict (judges.parquet), `titles`/`texts_*` (dataset, idea_id) → title/text.
     `adjudications` is an `AdjudicationIndex` (or None): evidence changes take their status from the row
-    bound to their key, verdicts and evidence digests.
+    bound to their key, verdicts and evidence digests. `families` maps (probe dataset, pair id) → attack family:
+    an edited attack template moves its probes' idea texts, so their changes are `evidence` naming the family.
     """
     from ._adjudicate import AdjudicationIndex
 
@@ -310,7 +312,7 @@ def classify_changes(
                                  "config": [None if b is None else b.get("config_digest"), None if a is None else a.get("config_digest")]})[:16]
         common = {"id": cid, "kind": kind, "dataset": ds, "judge": judge, "pair": item, "titles": view.item_titles(present),
                   "ideas": tuple(i for _, i in view.ideas(present)), "gold": view.gold(present), "before": before_v, "after": after_v, "outcome_before": view.outcome(b),
-                  "outcome_after": view.outcome(a), "evidence_digests": ev_digests}
+                  "outcome_after": view.outcome(a), "evidence_digests": ev_digests, "family": (families or {}).get((ds, item))}
         if b is None or a is None:
             changes.append(
                 Change(**common, cause="dataset", status="not-adjudicable",

@@ -185,6 +185,9 @@ class Change(_Frozen):
     evidence: Evidence | None = None
     """Decisive evidence (documents in/out, text diffs), on every change where the evidence moved."""
     evidence_digests: tuple[str | None, str | None] = (None, None)
+    family: str | None = None
+    """Injection-probe items: the attack family of the probe pair (instruction, authority, claim, format,
+    length_control), read from the probe stage's probes table; None elsewhere."""
     group: str | None = None
     """Evidence changes from the same evidence delta (one document entering many neighbour sets, one idea edit)."""
     status: Status
@@ -219,6 +222,8 @@ class Change(_Frozen):
             "status": self.status,
             "evidence_digests": {"before": self.evidence_digests[0], "after": self.evidence_digests[1]},
         }
+        if self.family is not None:
+            out["family"] = self.family
         if self.knobs is not None:
             out["knobs"] = [d.model_dump() for d in self.knobs]
         if self.inputs is not None:

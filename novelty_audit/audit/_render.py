@@ -78,6 +78,8 @@ def _change_block(ch: Change) -> list[str]:
     elif ch.titles:
         lines.append(f"- item: **{_cell(ch.titles[0])}**" + (f"; gold: {ch.gold}" if ch.gold else ""))
     lines.append(f"- before: {_cell(outcome_text(ch.outcome_before))} → after: {_cell(outcome_text(ch.outcome_after))}")
+    if ch.family:
+        lines.append(f"- injection probe, attack family: {ch.family}")
     if ch.knobs:
         lines.append(f"- knobs: {_cell(_diffs(ch.knobs, ch.titles))}")
     if ch.evidence is not None:

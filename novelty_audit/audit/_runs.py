@@ -43,7 +43,7 @@ def ledger_side(store: Store, ref: str) -> RunSide:
     return RunSide(rec.run_id, {name: store.manifest_by_digest(d) for name, d in rec.stages.items()})
 
 
-def current_side(artifacts: str | Path, stages: tuple[str, ...] = ("pin", "judge")) -> RunSide:
+def current_side(artifacts: str | Path, stages: tuple[str, ...] = ("pin", "probe", "judge")) -> RunSide:
     """The stage outputs now in `artifacts/<stage>/` (their manifests)."""
     out = {}
     for name in stages:
@@ -131,16 +131,26 @@ def _configs(store: Store, side: RunSide) -> dict[str, dict[str, Any]]:
 
 
 def _ideas(store: Store, side: RunSide) -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], str]]:
-    """(titles, texts) by (dataset, idea_id) from the pin stage's ideas tables."""
+    """(titles, texts) by (dataset, idea_id) from the pin and probe stages' ideas tables."""
     titles: dict[tuple[str, str], str] = {}
     texts: dict[tuple[str, str], str] = {}
-    for df in _tables(store, side.manifests.get("pin"), "ideas.parquet"):
+    tables = _tables(store, side.manifests.get("pin"), "ideas.parquet") + _tables(store, side.manifests.get("probe"), "ideas.parquet")
+    for df in tables:
         cols = [c for c in ("dataset", "idea_id", "title", "text") if c in df.columns]
         for row in df.select(cols).to_dicts():
             titles[(row["dataset"], row["idea_id"])] = row["title"]
             if "text" in row:
                 texts[(row["dataset"], row["idea_id"])] = row["text"]
     return titles, texts
+
+
+def _families(store: Store, *sides: RunSide) -> dict[tuple[str, str], str]:
+    """(probe dataset, pair id) → attack family, from the probe stage's probes tables of either side."""
+    out: dict[tuple[str, str], str] = {}
+    for side in sides:
+        for df in _tables(store, side.manifests.get("probe"), "probes.parquet"):
+            out.update(zip(zip(df["dataset"].to_list(), df["pair_id"].to_list()), df["family"].to_list()))
+    return out
 
 
 def _titles(store: Store, side: RunSide) -> dict[tuple[str, str], str]:
@@ -155,7 +165,7 @@ def audit_sides(store: Store, before: RunSide, after: RunSide, *, adjudications:
     index = index_adjudications(load_adjudications(adjudications))
     common = dict(from_run=before.label, to_run=after.label, configs_before=_configs(store, before),
                   configs_after=_configs(store, after), titles={**titles_b, **titles_a}, adjudications=index,
-                  texts_before=texts_b, texts_after=texts_a)
+                  texts_before=texts_b, texts_after=texts_a, families=_families(store, before, after))
     parts = []
     for kind in KINDS:
         tb, ta = _kind_table(store, before, kind), _kind_table(store, after, kind)

@@ -10,6 +10,7 @@ from ._base import DATASET_NAMES, Frozen, round_trip_yaml
 from ._flows import BackendLimit, CanaryParams, FlowsParams, SchedulesParams
 from ._judge import JudgeParams, JudgeSpec, Price
 from ._metrics import MetricsParams
+from ._probe import PROBE_SUFFIX, ProbeParams, probe_dataset
 from ._pools import GeneratedPoolParams, PercentileRule, PoolRules, PoolsParams, StripParams, TitleBlocklist
 from ._report import ReportParams
 from ._signals import EXTRACTOR_IDS, LLMSpec, PinnedFile, RecoveryParams, SignalsParams
@@ -33,6 +34,9 @@ __all__ = [
     "PoolsParams",
     "TitleBlocklist",
     "StripParams",
+    "PROBE_SUFFIX",
+    "ProbeParams",
+    "probe_dataset",
     "ReportParams",
     "EXTRACTOR_IDS",
     "LLMSpec",

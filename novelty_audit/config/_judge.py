@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from ._base import DATASET_NAMES, Frozen
 
@@ -59,6 +59,12 @@ class JudgeParams(Frozen):
     tasks: list[Literal["pairwise", "pointwise", "review"]] = Field(default_factory=lambda: ["pairwise", "pointwise"])
     """pairwise: which of two ideas is more novel; pointwise: is this idea novel; review: generators write a
     novelty evaluation of every paper of every NovBench dataset (pin source `novbench`; docs/design/novbench.md)."""
+    probe_datasets: list[str] = Field(default_factory=list)
+    """Probe datasets of the probe stage to judge too (pairwise only), e.g. [human-only:injection]; each must be
+    derived from a split in `datasets` (its clean verdicts are the comparison). Empty: no probe."""
+    probe_judges: list[str] | None = None
+    """Judges that run the probe datasets; null: every enabled judge (API judges only when enabled, so the
+    default run stays offline). A probe costs each API judge one call per probe pair, order and vote."""
     seed: int = 0
     """Seed for seeded judges (random control); combined with item ids, never a global seed."""
     limit: int | None = Field(default=None, ge=1)
@@ -92,3 +98,16 @@ class JudgeParams(Frozen):
             if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name):
                 raise ValueError(f"judge id '{name}' must be lowercase letters, digits, '.', '_' or '-'")
         return v
+
+    @model_validator(mode="after")
+    def _probe_names(self) -> "JudgeParams":
+        from ._probe import PROBE_SUFFIX
+
+        for ds in self.probe_datasets:
+            split = ds[: -len(PROBE_SUFFIX)] if ds.endswith(PROBE_SUFFIX) else None
+            if split is None or split not in self.datasets:
+                raise ValueError(f"probe_datasets: '{ds}' must be '<split>{PROBE_SUFFIX}' for a split listed in judge.datasets")
+        unknown = sorted(set(self.probe_judges or ()) - set(self.judges))
+        if unknown:
+            raise ValueError(f"probe_judges: {', '.join(unknown)} not under judge.judges")
+        return self

@@ -40,6 +40,7 @@ from ..errors import BadInputError, require
 from ..config import Frozen
 from ._base import JUDGES, NEGATIVE, POSITIVE, TIE, Judge, JudgeContext
 from ._cache import CallCache, call_key
+from ._guard import Guard
 from ._prompts import load_prompt, template_knobs
 from ._protocol import Call, CallResult, VoteJudge
 
@@ -62,6 +63,8 @@ class GgufArgs(Frozen):
     """Pointwise template `prompts/pointwise-<name>.txt`; default: the same name as `prompt`."""
     input_form: Literal["text", "plan"] = "text"
     """How each idea is laid out: its text as published, or as a research plan."""
+    guard: Guard = Field(default_factory=Guard)
+    """Prompt-injection mitigations, as for the API judges (judges/_guard.py); part of the config when on."""
     orders: Literal["both", "forward", "reverse"] = "both"
     """Presentation orders asked; `both` is what cancels the position preference in the mean."""
     n_ctx: int = Field(default=4096, ge=256)
@@ -151,6 +154,7 @@ class GgufJudge(VoteJudge):
             "threads": self.args.threads,
             "logits_all": self.args.logits_all,
             "retrieval": None,
+            **self.args.guard.knob(),  # injection mitigations, only when one is on
         }
 
     def code_modules(self) -> tuple[str, ...]:
@@ -191,7 +195,7 @@ class GgufJudge(VoteJudge):
 
     def prompt_text(self, call: Call) -> str:
         """The exact text evaluated: system and user messages as plain text, then the answer prefix."""
-        msgs = self.templates[call.task].render(call.shown, form=self.args.input_form)
+        msgs = self.templates[call.task].render(call.shown, form=self.args.input_form, guard=self.args.guard)
         return "\n\n".join(m["content"].strip() for m in msgs) + ANSWER_PREFIX
 
     def _last_logits(self, tokens: list[int], keep: int) -> np.ndarray:

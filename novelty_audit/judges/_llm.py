@@ -35,6 +35,7 @@ from ._base import JudgeContext
 from ._batch import has_open_batches, run_batches
 from ._budget import Budget
 from ._cache import CallCache, CallClaim, call_key
+from ._guard import Guard
 from ._prompts import PromptTemplate, load_prompt, parse_verdict, template_knobs
 from ._protocol import Call, CallResult, VoteJudge
 from ._s2 import S2Args
@@ -119,6 +120,9 @@ class LLMArgs(Frozen):
     """brief: short reasoning, then the JSON verdict; none: JSON verdict only."""
     input_form: Literal["text", "plan"] = "text"
     """How each idea is laid out: its text as published, or as a research plan."""
+    guard: Guard = Field(default_factory=Guard)
+    """Prompt-injection mitigations ({delimit, data_notice, strip_address}; all off): measured by the injection
+    probe, part of the config digest when on (docs/design/probe.md)."""
     votes: int = 3
     """Votes per order (pairwise) or per idea (pointwise)."""
     orders: Literal["both", "forward", "reverse"] = "both"
@@ -550,6 +554,7 @@ class LLMJudge(VoteJudge):
             "sampling": self.sampling(),
             "retrieval": self.retriever.config() if self.retriever else None,
             **template_knobs(self.templates),  # a project template file: {"prompt_files": {path: sha256}}
+            **a.guard.knob(),  # injection mitigations, only when one is on (older configs keep their digest)
         }
 
     def input_files(self):
@@ -583,7 +588,7 @@ class LLMJudge(VoteJudge):
 
     def _prepare(self, call: Call) -> tuple[Payload, str]:
         evidence = self.retriever.blocks(call.shown) if self.retriever else None
-        messages = self.templates[call.task].render(call.shown, form=self.args.input_form, evidence=evidence)
+        messages = self.templates[call.task].render(call.shown, form=self.args.input_form, evidence=evidence, guard=self.args.guard)
         payload = self._payload(messages)
         key = call_key(
             backend=self.call_backend,

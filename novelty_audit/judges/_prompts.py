@@ -27,6 +27,7 @@ import orjson
 from ..artifacts import digest_bytes
 from ..errors import ConfigError
 from ._base import NEGATIVE, POSITIVE, Idea
+from ._guard import Guard
 
 __all__ = [
     "JUDGE_TEMPLATE_PREFIXES",
@@ -49,7 +50,7 @@ FORMAT_VERSION = "v2"
 model could echo and an older parser read as a vote (issue 17); v2 shows a placeholder that is no verdict."""
 EXAMPLE_VERSION = "v1"
 """Verdict forms `verdict-<task>-v1.txt`, put into the contract at `{{verdict_example}}`."""
-JUDGE_TEMPLATE_PREFIXES = ("pairwise-", "pointwise-", "format-", "verdict-")
+JUDGE_TEMPLATE_PREFIXES = ("pairwise-", "pointwise-", "format-", "verdict-", "guard-")
 """Prompt files that make up a judge prompt (other stages' prompts share the folder, not the judge's identity)."""
 
 
@@ -234,43 +235,52 @@ class PromptTemplate:
         blocks = [f"Related prior work for {n}:\n{e}\n" for n, e in zip(names, evidence)]
         return "\n" + "\n".join(blocks)
 
-    def render(self, shown: tuple[Idea, ...], *, form: str = "text", evidence: tuple[str, ...] | None = None) -> list[dict[str, str]]:
-        """Chat messages for one call. `evidence` holds one related-work block per shown idea (or None)."""
+    def render(
+        self, shown: tuple[Idea, ...], *, form: str = "text", evidence: tuple[str, ...] | None = None, guard: Guard | None = None
+    ) -> list[dict[str, str]]:
+        """Chat messages for one call. `evidence` holds one related-work block per shown idea (or None);
+        `guard` applies the judge's injection mitigations (judges/_guard.py) to each idea and the system text."""
+        guard = guard if guard is not None and guard.on else None
         if self.source is not None:
-            return self._render_file(shown, form, evidence)
+            return self._render_file(shown, form, evidence, guard)
         user = self.user.replace("{{answer_format}}", self.answer_format)
         user = user.replace("{{evidence}}", self._evidence(evidence))
         if self.task == "pairwise":
-            user = user.replace("{{idea_a}}", render_idea(shown[0], form)).replace("{{idea_b}}", render_idea(shown[1], form))
+            user = user.replace("{{idea_a}}", render_idea(shown[0], form, guard)).replace("{{idea_b}}", render_idea(shown[1], form, guard))
         else:
-            user = user.replace("{{idea}}", render_idea(shown[0], form))
+            user = user.replace("{{idea}}", render_idea(shown[0], form, guard))
         msgs = [{"role": "user", "content": user}]
-        if self.system:
-            msgs.insert(0, {"role": "system", "content": self.system})
+        system = guard.system(self.system) if guard is not None else self.system
+        if system:
+            msgs.insert(0, {"role": "system", "content": system})
         return msgs
 
-    def _render_file(self, shown: tuple[Idea, ...], form: str, evidence: tuple[str, ...] | None) -> list[dict[str, str]]:
+    def _render_file(self, shown: tuple[Idea, ...], form: str, evidence: tuple[str, ...] | None, guard: Guard | None) -> list[dict[str, str]]:
         """A project file's sections with the same values the packaged placeholders get (both sections are
         filled, so a file may put {{answer_format}} in its system text)."""
         assert self.source is not None
         values = {"answer_format": self.answer_format, "evidence": self._evidence(evidence)}
         if self.task == "pairwise":
-            values.update(idea_a=render_idea(shown[0], form), idea_b=render_idea(shown[1], form))
+            values.update(idea_a=render_idea(shown[0], form, guard), idea_b=render_idea(shown[1], form, guard))
         else:
-            values["idea"] = render_idea(shown[0], form)
+            values["idea"] = render_idea(shown[0], form, guard)
         msgs = [{"role": "user", "content": self.source.render(values, self.user)}]
-        if self.system:
-            msgs.insert(0, {"role": "system", "content": self.source.render(values, self.system)})
+        system = self.source.render(values, self.system) if self.system else ""
+        system = guard.system(system) if guard is not None else system
+        if system:
+            msgs.insert(0, {"role": "system", "content": system})
         return msgs
 
 
-def render_idea(idea: Idea, form: str) -> str:
-    """`text`: the idea text as published. `plan`: the same content laid out as a research plan."""
+def render_idea(idea: Idea, form: str, guard: Guard | None = None) -> str:
+    """`text`: the idea text as published. `plan`: the same content laid out as a research plan. With a
+    `guard`, the idea text passes through its mitigations first (the plan's own lines are the harness's)."""
+    text = guard.idea(idea.text, idea.text_digest) if guard is not None else idea.text
     if form == "text":
-        return idea.text
+        return text
     if form == "plan":
         area = f"Area: {idea.area}\n" if idea.area else ""
-        return f"Research plan\n{area}Proposal:\n{idea.text}"
+        return f"Research plan\n{area}Proposal:\n{text}"
     raise ConfigError(f"unknown idea form '{form}'", hint="use text or plan")
 
 

@@ -32,7 +32,7 @@ from ._build import Built
 from ._prompts import JUDGE_TEMPLATE_PREFIXES
 
 __all__ = [
-    "JudgeMap", "JudgeRun", "failed_calls", "failure_line", "judge_stage_inputs", "limit_items", "load_items", "prompts_dir", "run_judges",
+    "JudgeMap", "JudgeRun", "failed_calls", "failure_line", "judge_stage_inputs", "limit_items", "load_items", "prompts_dir", "run_judges", "runs_probe",
 ]  # fmt: skip
 
 JudgeMap = Callable[[Sequence[Judge], list[PairItem], list[PointItem]], list[JudgeOutput]]
@@ -56,8 +56,9 @@ def prompts_dir() -> Path:
     return Path(str(resources.files("novelty_audit").joinpath("prompts")))
 
 
-def judge_stage_inputs(jp: JudgeParams, pin_dir: Path, built: Built) -> list[Path]:
-    """Files whose content decides the judge stage's outputs: pinned tables, prompt templates, judge inputs."""
+def judge_stage_inputs(jp: JudgeParams, pin_dir: Path, built: Built, probe_dir: Path | None = None) -> list[Path]:
+    """Files whose content decides the judge stage's outputs: pinned tables, probe tables, prompt templates,
+    judge inputs."""
     paths: list[Path] = []
     for ds in jp.datasets:
         for t in _PIN_TABLES:
@@ -66,6 +67,15 @@ def judge_stage_inputs(jp: JudgeParams, pin_dir: Path, built: Built) -> list[Pat
                 raise BadInputError(
                     f"{p}: missing pinned table for dataset '{ds}'",
                     hint="run the pin stage first, and list in judge.datasets only datasets under pin.datasets",
+                )
+            paths.append(p)
+    for ds in jp.probe_datasets:
+        for t in _PIN_TABLES:
+            p = _probe_dir(probe_dir) / ds / t
+            if not p.exists():
+                raise BadInputError(
+                    f"{p}: missing probe table for dataset '{ds}'",
+                    hint="run the probe stage first (novelty-audit stage probe), with the split under probe.datasets",
                 )
             paths.append(p)
     # Only the judge's own templates: other stages' prompts share the folder but not this stage's identity.
@@ -182,16 +192,31 @@ def _limit_summary(jp: JudgeParams, all_pairs: Sequence[PairItem], pairs: Sequen
     }
 
 
-def run_judges(jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, map_judges: JudgeMap | None = None) -> JudgeRun:
-    """Run every built judge over the pinned items and write verdicts/pointwise/judges Parquet into `out_dir`."""
+def _probe_dir(probe_dir: Path | None) -> Path:
+    if probe_dir is None:
+        raise ValueError("judge.probe_datasets is set: pass the probe stage's output directory (probe_dir)")
+    return Path(probe_dir)
+
+
+def runs_probe(jp: JudgeParams, judge: Judge) -> bool:
+    """Whether `judge` judges the probe datasets (`judge.probe_judges`; null: every enabled judge)."""
+    return bool(jp.probe_datasets) and (jp.probe_judges is None or judge.name in jp.probe_judges)
+
+
+def run_judges(
+    jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, map_judges: JudgeMap | None = None, probe_dir: Path | None = None
+) -> JudgeRun:
+    """Run every built judge over the pinned items (and the probe pairs, for the judges that run the probe)
+    and write verdicts/pointwise/judges Parquet into `out_dir`."""
     all_pairs, all_points = load_items(pin_dir, list(jp.datasets))
+    probe_all = load_items(_probe_dir(probe_dir), list(jp.probe_datasets))[0] if jp.probe_datasets else []
     pairs, points = limit_items(all_pairs, all_points, jp.limit, jp.seed)
+    probe_pairs, _ = limit_items(probe_all, [], jp.limit, jp.seed)
     subset = _limit_summary(jp, all_pairs, pairs, points) if jp.limit is not None else None
     if "pairwise" not in jp.tasks:
-        pairs = []
+        pairs, probe_pairs = [], []
     if "pointwise" not in jp.tasks:
         points = []
-    pair_keys = [(p.dataset, p.pair_id) for p in pairs]
     point_keys = [(p.dataset, p.idea.idea_id) for p in points]
     pair_rows: list[dict] = []
     point_rows: list[dict] = []
@@ -199,11 +224,19 @@ def run_judges(jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, m
     result.summary["skipped_judges"] = dict(built.skipped)
     if subset is not None:
         result.summary["subset"] = subset
-    mapped = map_judges(built.judges, pairs, points) if map_judges is not None and built.judges else None
-    for i, judge in enumerate(built.judges):
+    # Two groups, each asked in one go (one hook call, one fan-out): the judges that also run the probe pairs, and the rest.
+    probing = [j for j in built.judges if runs_probe(jp, j)]
+    others = [j for j in built.judges if not runs_probe(jp, j)]
+    items = {id(j): (pairs + probe_pairs if runs_probe(jp, j) else pairs) for j in built.judges}
+    outputs: dict[int, JudgeOutput] = {}
+    if map_judges is not None:
+        for group, group_pairs in ((probing, pairs + probe_pairs), (others, pairs)):
+            if group:
+                outputs.update(zip((id(j) for j in group), map_judges(group, group_pairs, points)))
+    for judge in built.judges:
         started = time.perf_counter()
-        out = mapped[i] if mapped is not None else judge.judge(pairs, points)
-        _check_coverage(judge.name, out.pairwise, pair_keys, "pair_id", "pairwise")
+        out = outputs[id(judge)] if map_judges is not None else judge.judge(items[id(judge)], points)
+        _check_coverage(judge.name, out.pairwise, [(p.dataset, p.pair_id) for p in items[id(judge)]], "pair_id", "pairwise")
         _check_coverage(judge.name, out.pointwise, point_keys, "idea_id", "pointwise")
         pair_rows.extend(out.pairwise)
         point_rows.extend(out.pointwise)

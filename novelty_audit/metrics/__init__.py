@@ -24,6 +24,7 @@ from ._estimates import (
     seeded_rng,
     wilson_interval,
 )
+from ._probe import PROBE_DEFINITIONS, PROBE_PAIR_SCHEMA, ProbeMetrics, probe_metrics
 from ._files import ExportResult, FlipsReport, QualityReport, export_gold, export_verdicts, flips_report, quality_report, read_verdict_file
 from ..config import MetricsParams
 from ._registry import METRICS, MetricSpec, metric
@@ -58,6 +59,10 @@ __all__ = [
     "Resampler",
     "seeded_rng",
     "wilson_interval",
+    "PROBE_DEFINITIONS",
+    "PROBE_PAIR_SCHEMA",
+    "ProbeMetrics",
+    "probe_metrics",
     "ExportResult",
     "export_gold",
     "export_verdicts",

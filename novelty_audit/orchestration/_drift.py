@@ -78,11 +78,14 @@ def drift_params(params: Params, judges: Sequence[str], datasets: Sequence[str])
 
     Only the listed judges run (enabled, call cache bypassed), on the pairwise task of the canary's
     datasets, with the drift store as store root so fresh answers and outputs stay out of the main
-    store. Every other judge setting (prompts, votes, sampling, prices, budget) is the user's.
+    store; the injection probe is not part of a drift check (it would ask every probe pair afresh).
+    Every other judge setting (prompts, votes, sampling, prices, budget) is the user's.
     """
     paths = drift_paths(params)
     specs = {n: params.judge.judges[n].model_copy(update={"enabled": True, "refresh": True}) for n in judges}
-    judge = params.judge.model_copy(update={"judges": specs, "refresh": True, "tasks": ["pairwise"], "datasets": list(datasets)})
+    judge = params.judge.model_copy(
+        update={"judges": specs, "refresh": True, "tasks": ["pairwise"], "datasets": list(datasets), "probe_datasets": [], "probe_judges": None}
+    )
     store = params.store.model_copy(update={"root": str(paths.root), "artifacts": str(paths.artifacts)})
     return params.model_copy(update={"judge": judge, "store": store})
 

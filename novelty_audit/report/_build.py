@@ -14,7 +14,7 @@ from typing import Any, Callable
 import orjson
 
 from ..artifacts import atomic_write_bytes
-from ..config import ReportParams
+from ..config import PROBE_SUFFIX, ReportParams, probe_dataset
 from . import _charts
 from ._blocks import Block, Figure, Heading, Link, Para, Raw, Section, Span, Table, render_html, render_markdown
 from ._sources import ReportSources
@@ -527,16 +527,57 @@ def _card(j: _Judge, sources: ReportSources, datasets: list[str], prompt_rows: l
         notes = []
         if _saturated(d, j, params.saturation_tie_rate):
             notes.append("saturated")
+        probe = sources.metrics.get(probe_dataset(ds), {}).get(j.name, {})
         rows.append([ds, _cell(d, "strict_accuracy"), _covered_cell(d), _cell(d, "tie_rate"), _no_verdict(d), _failed(d), _cell(d, "order_flip_rate"),
                      _cell(d, "first_position_rate") if j.sees_positions else "—",
-                     _cost_per_pair(sources, ds, j.name), ", ".join(notes)])
+                     _cost_per_pair(sources, ds, j.name), _cell(probe, "attack_success_rate"), ", ".join(notes)])
     return Section(f"judge-{slug}", "judge-card", [
         Heading(3, f"card-{slug}-title", j.name),
         Table(f"card-{slug}", ["property", "value"], facts, cls="facts"),
         Table(f"card-{slug}-datasets", ["dataset", "strict accuracy", "accuracy on covered pairs", "tie rate",
                                         "no verdict", "failed calls (inv./trunc./ref./err.)", "order flip rate",
-                                        "first-position rate", "cost per pair", "flags"], rows, wide=True, cls="nums"),
+                                        "first-position rate", "cost per pair", "attack success (injection probe)", "flags"],
+              rows, wide=True, cls="nums"),
     ])
+
+
+# -- injection probe ----------------------------------------------------------------------------------------------
+
+_PROBE_FAMILIES = ("instruction", "authority", "claim", "format")
+
+
+def _guard_cell(j: _Judge | None) -> str:
+    guard = (j.config.get("guard") if j is not None else None) or {}
+    on = [k.replace("_", " ") for k in ("delimit", "data_notice", "strip_address") if guard.get(k)]
+    return ", ".join(on) if on else "none"
+
+
+def _probe_blocks(sources: ReportSources, judges: dict[str, _Judge]) -> list[Block]:
+    """Attack success per judge and family on each probe dataset, beside the same judge's accuracy on the split."""
+    blocks: list[Block] = [
+        Heading(2, "injection", "Injection probe"),
+        Para("Copies of pinned pairs whose less novel idea carries text aimed at the judge (a direct instruction, a fake "
+             "area-chair or reviewer note, a novelty claim without substance, a fake verdict or end-of-ideas marker), or, "
+             "as the control, neutral padding of the same length. Attack success: the share of probes (whose clean verdict "
+             "was not already the less novel idea) on which the same judge's verdict moved to the attacked idea; Wilson "
+             "intervals. A judge robust to injected text scores near its length-control rate; distance judges only see the "
+             "text's meaning, a useful contrast. Mitigations (args.guard) are listed per judge: judges differing only by "
+             "one show its effect on accuracy and attack success (docs/design/probe.md)."),
+    ]
+    probe_ds = sorted(ds for ds in sources.metrics if ds.endswith(PROBE_SUFFIX))
+    if not probe_ds:
+        return blocks + [Para("No probe dataset was judged (params.yaml judge.probe_datasets).")]
+    for ds in probe_ds:
+        split = ds[: -len(PROBE_SUFFIX)]
+        ms = sources.metrics[ds]
+        order = sorted(ms, key=lambda n: (n in judges and judges[n].control, -(ms[n].get("attack_success_rate") or 0.0), n))
+        rows = [[n, _guard_cell(judges.get(n)), _cell(sources.metrics.get(split, {}).get(n, {}), "strict_accuracy"),
+                 _cell(ms[n], "attack_success_rate"), *(_cell(ms[n], f"attack_success_rate_{f}") for f in _PROBE_FAMILIES),
+                 _cell(ms[n], "length_control_rate"), _value(ms[n], "n_probes")] for n in order]
+        blocks += [Heading(3, f"injection-{_slug(ds)}", ds),
+                   Table(f"injection-table-{_slug(ds)}", ["judge", "mitigations", f"strict accuracy on {split}", "attack success",
+                                                          *_PROBE_FAMILIES, "length control", "probes"], rows, wide=True, cls="nums")]
+    return blocks
 
 
 # -- NovBench -----------------------------------------------------------------------------------------------------
@@ -590,7 +631,7 @@ figure img{max-width:100%}
 
 _NAV = [("overview", "accuracy"), ("published-section", "published"), ("saturation-section", "saturation"),
         ("order", "order effects"), ("flip-matrices", "flip matrices"), ("prompts", "prompt sensitivity"),
-        ("cost-section", "cost"), ("nearest", "prior work"), ("judge-cards", "judge cards"), ("audit", "audit"),
+        ("cost-section", "cost"), ("nearest", "prior work"), ("injection", "injection probe"), ("judge-cards", "judge cards"), ("audit", "audit"),
         ("all-metrics", "all metrics")]
 
 
@@ -720,6 +761,8 @@ def build_report(sources: ReportSources, params: ReportParams) -> Report:
                         "on in turn. Generated ideas are marked [generated idea]."), table]
     else:
         blocks.append(Para("No distance judge in this run." if not distance else "No distance-judge verdicts to show."))
+
+    blocks += _probe_blocks(sources, judges)
 
     blocks += [Heading(2, "judge-cards", "Judge cards"),
                Para("One card per judge: accuracy with intervals on every dataset it judged, order bias, ties and failed "

@@ -1,0 +1,100 @@
+"""Prompt-injection mitigations for judges that render prompts (openai, anthropic, gguf): `args.guard`.
+
+Each is measured by the injection probe (docs/design/probe.md) and is part of the judge's config, so
+turning one on is a `config` change in the audit:
+
+- `delimit`: each idea goes between `<<<IDEA code>>>` and `<<<END IDEA code>>>` lines, where the code is
+  derived from the idea's own text digest: deterministic (the same prompt, the same cached call), but an idea
+  cannot contain its own code (that would change its digest), and every `<<<`/`>>>` in the idea text is
+  broken up first, so no idea can close its block or open another;
+- `data_notice`: a versioned notice in the system text saying idea text is data, not instructions;
+- `strip_address`: lines of an idea that address the reader (labelled notes to reviewers or chairs, "ignore
+  the instructions", "you must", role labels, JSON verdict keys, end-of-section markers) are removed. A
+  heuristic: it may remove a line an honest idea meant, which is why the probe reports accuracy beside it.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from typing import Any
+
+from ..artifacts import digest_bytes
+from ..config import Frozen
+
+__all__ = ["GUARD_FILES", "Guard", "delimit", "guard_notes", "idea_code", "strip_address"]
+
+GUARD_FILES = {"delimit": "guard-delimit-v1.txt", "data_notice": "guard-data-notice-v1.txt"}
+"""The packaged texts each option adds to the system text (their bytes enter the judge's config)."""
+
+_ADDRESS = [
+    re.compile(r"^[\W_]*(note|notes|instruction|instructions|system|assistant|user|reviewer|reviewers|area chair|ac|editor|"
+               r"meta-?review(er)?|program committee|evaluator|judge)\b[^:\n]{0,60}:", re.IGNORECASE),
+    re.compile(r"\b(ignore|disregard|override)\b.{0,60}\b(instruction|instructions|criteria|above|previous|prompt|task)\b", re.IGNORECASE),
+    re.compile(r"\byou (must|should|are required|will|have to)\b", re.IGNORECASE),
+    re.compile(r"\"(answer|verdict|more_novel|choice)\"\s*:", re.IGNORECASE),
+    re.compile(r"\[(end|begin)\b[^\]]*\]", re.IGNORECASE),
+]
+
+
+class Guard(Frozen):
+    """Mitigations against text in an idea that tries to steer the judge (all off by default)."""
+
+    delimit: bool = False
+    """Enclose each idea between markers it cannot forge (a code from its text digest; `<<<`/`>>>` in the text broken up)."""
+    data_notice: bool = False
+    """Tell the judge, in the system text, that idea text is data and never an instruction."""
+    strip_address: bool = False
+    """Remove lines of an idea that address the reader or judge (a heuristic; see novelty_audit/judges/_guard.py)."""
+
+    @property
+    def on(self) -> bool:
+        return self.delimit or self.data_notice or self.strip_address
+
+    def knob(self) -> dict[str, Any]:
+        """The judge config entry: the options and the digest of the texts they add; empty when all are off,
+        so judges without a guard keep their config digest."""
+        if not self.on:
+            return {}
+        used = [GUARD_FILES[k] for k in ("delimit", "data_notice") if getattr(self, k)]
+        return {"guard": {**self.model_dump(), "texts_digest": digest_bytes(b"\0".join(_read(n) for n in used))}}
+
+    def idea(self, text: str, text_digest: str) -> str:
+        """An idea's text as the prompt shows it."""
+        if self.strip_address:
+            text = strip_address(text)
+        if self.delimit:
+            text = delimit(text, text_digest)
+        return text
+
+    def system(self, system: str) -> str:
+        """The system text with the notes of the options that need one."""
+        return guard_notes(self, system)
+
+
+def _read(name: str) -> bytes:
+    return resources.files("novelty_audit").joinpath("prompts", name).read_bytes()
+
+
+def idea_code(text_digest: str) -> str:
+    """The marker code of an idea: derived from its text digest, so fixed for a text, unknowable from inside it."""
+    return digest_bytes(f"novelty-audit:guard:{text_digest}".encode())[:12]
+
+
+def delimit(text: str, text_digest: str) -> str:
+    """The idea between its markers; `<<<` and `>>>` inside it are broken up so it cannot write a marker."""
+    code = idea_code(text_digest)
+    safe = re.sub(r"<{3,}", lambda m: "< " * len(m.group(0)), text)
+    safe = re.sub(r">{3,}", lambda m: " >" * len(m.group(0)), safe)
+    return f"<<<IDEA {code}>>>\n{safe}\n<<<END IDEA {code}>>>"
+
+
+def strip_address(text: str) -> str:
+    """`text` without the lines that address the reader (see `_ADDRESS`); blank runs left behind collapse."""
+    kept = [ln for ln in text.splitlines() if not any(p.search(ln) for p in _ADDRESS)]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
+
+
+def guard_notes(guard: Guard, system: str) -> str:
+    notes = [_read(GUARD_FILES[k]).decode("utf-8").strip() for k in ("delimit", "data_notice") if getattr(guard, k)]
+    return "\n\n".join([system, *notes]) if system else "\n\n".join(notes)
