@@ -20,6 +20,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copytree(BENCH, tmp_path / "data" / "novelty-judge-bench")
     shutil.copytree(REPO / "data" / "novbench", tmp_path / "data" / "novbench")  # params.yaml pins a NovBench file too
     shutil.copytree(REPO / "data" / "published", tmp_path / "data" / "published")  # report.published is pinned too
+    shutil.copytree(REPO / "data" / "probes", tmp_path / "data" / "probes")  # probe.catalogue is pinned too
     for p in (tmp_path / "data").rglob("*"):
         os.chmod(p, 0o755 if p.is_dir() else 0o644)
     monkeypatch.chdir(tmp_path)
