@@ -15,7 +15,7 @@ from ._drift import (
     drift_rows,
 )
 from ._dvc import DvcRecord, is_dvc_project, record_in_dvc
-from ._fanout import JudgeChunk, chunkable, failed_chunk_facts, failed_fanout_facts, merge_outputs, plan_chunks, run_chunk
+from ._fanout import JudgeChunk, balanced_size, chunkable, failed_chunk_facts, failed_fanout_facts, merge_outputs, plan_chunks, run_chunk
 from ._summary import RunSummary, StageOutcome, fact_number, summarize_run
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "JudgeChunk",
     "RunSummary",
     "StageOutcome",
+    "balanced_size",
     "build_canary",
     "chunkable",
     "drift_judges",

@@ -5,8 +5,10 @@ here, runs each with `run_chunk` as a task (thread pool, Dask or Ray), and merge
 merged output equals `judge.judge(pairs, points)`:
 
 - API judges (each pair's verdict depends only on that pair's calls) are split into chunks of at most
-  `chunk_size` items. A pair id shared by two datasets stays in one chunk, so the judge still asks its
-  prompt once and answers both from that call, as it does unsplit.
+  `chunk_size` items, of even size and as many as a multiple of the chunks that run at once (`lanes`), so
+  no lane idles through a last round holding fewer chunks than lanes. A pair id shared by two datasets
+  stays in one chunk, so the judge still asks its prompt once and answers both from that call, as it does
+  unsplit.
 - Every other judge runs as one chunk: distance judges set pointwise thresholds from all of a dataset's
   scores, and local models are costly to load per chunk.
 - A chunk rebuilds its judge from params (`build_judges`), so it can run in another process and its run
@@ -16,6 +18,7 @@ merged output equals `judge.judge(pairs, points)`:
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,7 +26,7 @@ from typing import Any, NamedTuple
 from ..judges import Budget, JudgeOutput, JudgeParams, PairItem, PointItem, build_judges
 from ._drift import API_BACKENDS
 
-__all__ = ["JudgeChunk", "chunkable", "failed_chunk_facts", "failed_fanout_facts", "merge_outputs", "plan_chunks", "run_chunk"]
+__all__ = ["JudgeChunk", "balanced_size", "chunkable", "failed_chunk_facts", "failed_fanout_facts", "merge_outputs", "plan_chunks", "run_chunk"]
 
 
 class JudgeChunk(NamedTuple):
@@ -42,15 +45,17 @@ def chunkable(backend: str) -> bool:
     return backend in API_BACKENDS
 
 
-def _groups(items: Iterable[Any], key, size: int) -> list[list[Any]]:
-    # Items sharing a key (the same pair in two datasets) stay together; groups fill chunks in input order.
+def _groups(items: Iterable[Any], key, size: int, target: int | None = None) -> list[list[Any]]:
+    # Items sharing a key (the same pair in two datasets) stay together; groups fill chunks in input order,
+    # each chunk up to `target` items (it may pass it by part of a group) and never above `size`.
     by_key: dict[str, list[Any]] = {}
     for it in items:
         by_key.setdefault(key(it), []).append(it)
+    target = size if target is None else target
     chunks: list[list[Any]] = []
     current: list[Any] = []
     for group in by_key.values():
-        if current and len(current) + len(group) > size:
+        if current and (len(current) + len(group) > size or len(current) >= target):
             chunks.append(current)
             current = []
         current.extend(group)
@@ -59,15 +64,36 @@ def _groups(items: Iterable[Any], key, size: int) -> list[list[Any]]:
     return chunks
 
 
-def plan_chunks(judges: Sequence[Any], pairs: Sequence[PairItem], points: Sequence[PointItem], chunk_size: int) -> list[JudgeChunk]:
-    """Chunks for every judge, in judge order; every judge gets at least one (possibly empty) chunk."""
+def balanced_size(n: int, chunk_size: int, lanes: int = 1) -> int:
+    """Items per chunk for `n` items: at most `chunk_size`, with the chunk count rounded up to a multiple of
+    `lanes` (chunks running at once) and the items spread evenly over them. Work that fits one chunk stays one:
+    each task costs a few Prefect API round trips, which a handful of items does not repay."""
+    count = math.ceil(n / chunk_size) if n > 0 else 1
+    if count > 1:
+        count = math.ceil(count / max(1, lanes)) * max(1, lanes)
+    return max(1, min(chunk_size, math.ceil(n / count)))
+
+
+def plan_chunks(
+    judges: Sequence[Any],
+    pairs: Sequence[PairItem],
+    points: Sequence[PointItem],
+    chunk_size: int,
+    lanes: Mapping[str, int] | None = None,
+) -> list[JudgeChunk]:
+    """Chunks for every judge, in judge order; every judge gets at least one (possibly empty) chunk.
+
+    `lanes`: backend → how many of its chunks run at once (default 1); chunk sizes are balanced over them
+    (`balanced_size`), never above `chunk_size`.
+    """
     out: list[JudgeChunk] = []
     for judge in judges:
         if not chunkable(judge.backend):
             out.append(JudgeChunk(judge.name, judge.backend, 0, list(pairs), list(points)))
             continue
-        parts = [(c, []) for c in _groups(pairs, lambda p: p.pair_id, chunk_size)]
-        parts += [([], c) for c in _groups(points, lambda p: p.idea.idea_id, chunk_size)]
+        n_lanes = (lanes or {}).get(judge.backend, 1)
+        parts = [(c, []) for c in _groups(pairs, lambda p: p.pair_id, chunk_size, balanced_size(len(pairs), chunk_size, n_lanes))]
+        parts += [([], c) for c in _groups(points, lambda p: p.idea.idea_id, chunk_size, balanced_size(len(points), chunk_size, n_lanes))]
         for i, (ps, pts) in enumerate(parts or [([], [])]):
             out.append(JudgeChunk(judge.name, judge.backend, i, ps, pts))
     return out
