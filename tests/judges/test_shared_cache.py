@@ -188,3 +188,18 @@ def test_verify_walks_every_cache_in_the_call_cache_format_including_semantic_sc
     damaged.parent.mkdir(parents=True)
     damaged.write_bytes(_encode(key, {"data": []})[:-20])
     assert [(Path(f).name, reason) for f, reason in verify_caches(tmp_path / "cache")] == [(damaged.name, "not valid JSON")]
+
+
+def test_a_flow_chunk_reads_and_fills_the_shared_cache_like_the_unsplit_stage(mock_llm, tmp_path):
+    from novelty_audit.orchestration import plan_chunks, run_chunk
+
+    team = tmp_path / "team"
+    spec = {"model": "mock", "base_url": mock_llm.base_url, "api_key_env": "MOCK_API_KEY", "backoff_s": 0.001, "max_retries": 1, "votes": 1}
+    jp = JudgeParams.model_validate({"tasks": ["pairwise"], "progress": False, "judges": {"j": {"backend": "openai", "args": spec}}})
+    pairs = make_pairs(2)
+    checkout(tmp_path / "alice", mock_llm.base_url, str(team), votes=1).judge(pairs, [])
+    paid = mock_llm.count
+    (chunk,) = plan_chunks(build_judges(jp, store_root=tmp_path / "bob").judges, pairs, [], chunk_size=10)
+    out = run_chunk(jp, tmp_path / "bob", chunk, shared_cache=str(team))
+    assert mock_llm.count == paid, "a chunk on a worker asked the provider for work the team cache holds"
+    assert out.facts["shared_cache_hits"] == paid
