@@ -20,21 +20,20 @@ failed can be asked one by one (`counters["interactive_requests"]`).
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import Counter
-from typing import Any, Self
+from typing import Any
 
 import orjson
 from aiohttp import web
-from mock_llm import _prompt_text, default_answer, free_port
+from mock_llm import LoopbackServer, _prompt_text, default_answer, free_port
 
 __all__ = ["MockBatch"]
 
 OPENAI_STEPS = ("validating", "in_progress", "finalizing", "completed")
 
 
-class MockBatch:
+class MockBatch(LoopbackServer):
     def __init__(self, port: int | None = None):
         self.port = port or free_port()
         self.hold = False
@@ -45,8 +44,6 @@ class MockBatch:
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def base_url(self) -> str:
@@ -213,37 +210,3 @@ class MockBatch:
         app.router.add_get("/v1/messages/batches/{bid}", self._a_retrieve)
         app.router.add_get("/v1/messages/batches/{bid}/results", self._a_results)
         return app
-
-    def start(self) -> Self:
-        ready = threading.Event()
-
-        def serve() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            asyncio.set_event_loop(loop)
-            runner = web.AppRunner(self._app(), shutdown_timeout=0.1, handle_signals=False, access_log=None)
-            loop.run_until_complete(runner.setup())
-            loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", self.port, reuse_address=True).start())
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=serve, name="mock-batch", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("mock batch server did not start")
-        return self
-
-    def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
-        self._loop = self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

@@ -39,7 +39,7 @@ from typing import Any, Self
 import orjson
 from aiohttp import web
 
-__all__ = ["MockLLM", "Rule", "free_port"]
+__all__ = ["LoopbackServer", "MockLLM", "Rule", "free_port"]
 
 FAULTS = (
     "429", "500", "timeout", "malformed", "refusal", "refusal_text", "bad_body",
@@ -89,7 +89,58 @@ def default_answer(body: dict[str, Any], nth: int) -> str:
     return 'Idea A introduces a new evaluation resource.\n{"answer": "A"}'
 
 
-class MockLLM:
+class LoopbackServer:
+    """An aiohttp application (`_app()`) served on 127.0.0.1:`port` by a thread of this process: the tests'
+    mock servers. `stop()` frees the port (connections are then refused); `start()` serves again."""
+
+    port: int
+    _loop: asyncio.AbstractEventLoop | None = None
+    _thread: threading.Thread | None = None
+    _runner: web.AppRunner | None = None
+
+    def _app(self) -> web.Application:
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        ready = threading.Event()
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            self._runner = web.AppRunner(self._app(), shutdown_timeout=0.1, handle_signals=False, access_log=None)
+            loop.run_until_complete(self._runner.setup())
+            # reuse_address: a restarted mock takes its old port back at once (no TIME_WAIT wait)
+            site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024, reuse_address=True)
+            loop.run_until_complete(site.start())
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name=type(self).__name__, daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError(f"{type(self).__name__} did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+            if self._thread.is_alive():
+                raise RuntimeError(f"{type(self).__name__} did not stop")
+        self._loop = self._thread = self._runner = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class MockLLM(LoopbackServer):
     """Start with `with MockLLM(latency=0.01) as mock:`; `mock.base_url` is the OpenAI-style /v1 root."""
 
     def __init__(self, latency: float = 0.0, answer: Callable[[dict[str, Any], int], str] = default_answer, port: int | None = None):
@@ -105,9 +156,6 @@ class MockLLM:
         self.reported_model: str | None = None
         """The model id responses report (provider-side snapshot); None: `mock-<requested model>`."""
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._runner: web.AppRunner | None = None
 
     @property
     def base_url(self) -> str:
@@ -248,44 +296,6 @@ class MockLLM:
         app.router.add_post("/v1/messages", self._handle)
         return app
 
-    def start(self) -> MockLLM:
-        ready = threading.Event()
-
-        def serve() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            asyncio.set_event_loop(loop)
-            self._runner = web.AppRunner(self._app(), shutdown_timeout=0.1, handle_signals=False, access_log=None)
-            loop.run_until_complete(self._runner.setup())
-            # reuse_address: a restarted mock takes its old port back at once (no TIME_WAIT wait)
-            site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024, reuse_address=True)
-            loop.run_until_complete(site.start())
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(self._runner.cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=serve, name="mock-llm", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("mock LLM server did not start")
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and free the port (connections to it are then refused); `start()` serves again."""
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
-            if self._thread.is_alive():
-                raise RuntimeError("mock LLM server did not stop")
-        self._loop = self._thread = self._runner = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def main() -> None:

@@ -12,14 +12,13 @@ Faults: `mock.add_fault("molecules", "429", times=1, retry_after=0.01)` (also "5
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
-from mock_llm import free_port
+from mock_llm import LoopbackServer, free_port
 
 __all__ = ["MockS2", "paper"]
 
@@ -52,7 +51,7 @@ class Recorded:
     headers: dict[str, str]
 
 
-class MockS2:
+class MockS2(LoopbackServer):
     """`with MockS2() as s2:`; point a judge's `retrieval.base_url` at `s2.base_url`."""
 
     def __init__(self) -> None:
@@ -61,8 +60,6 @@ class MockS2:
         self.faults: list[Fault] = []
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def base_url(self) -> str:
@@ -112,38 +109,7 @@ class MockS2:
         papers = papers[: int(params.get("limit", "10"))]
         return web.json_response({"total": len(papers), "offset": 0, "data": papers})
 
-    def start(self) -> MockS2:
-        ready = threading.Event()
-
-        def serve() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            asyncio.set_event_loop(loop)
-            app = web.Application()
-            app.router.add_get("/graph/v1/paper/search", self._search)
-            runner = web.AppRunner(app, shutdown_timeout=0.1, handle_signals=False, access_log=None)
-            loop.run_until_complete(runner.setup())
-            loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", self.port, reuse_address=True).start())
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=serve, name="mock-s2", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("mock S2 server did not start")
-        return self
-
-    def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
-        self._loop = self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/graph/v1/paper/search", self._search)
+        return app
