@@ -1,6 +1,6 @@
 """The report in a real headless Chromium (Debian's chromium + chromium-driver; nothing is downloaded): every chart
 decodes, every judge has its card, and the cost chart's tick labels do not overlap. With UPDATE_SCREENSHOTS=1 it
-refreshes docs/img/report.png."""
+writes docs/img/report-synthetic.png (the README shows the default run's report, docs/img/report.png)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 # Locally a missing browser skips; in CI (CI=true, where .ci/system-deps installs it) it fails the test instead.
 IN_CI = os.environ.get("CI") == "true"
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "report.png"
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "report-synthetic.png"
 WAIT = 60  # seconds: the machine is shared; a condition usually holds in well under one
 
 pytestmark = pytest.mark.skipif(
