@@ -33,9 +33,10 @@ class JudgeSpec(Frozen):
 class GeneratorSpec(Frozen):
     """One NovBench review generator (judge.generators.<id>)."""
 
-    backend: Literal["expert", "import", "openai", "anthropic"]
+    backend: Literal["expert", "import", "openai", "anthropic", "gguf"]
     """expert: the reference items themselves (the study's "expert as model" row); import: texts from a
-    CSV/JSONL file (dataset, paper_id, text); openai/anthropic: an API model through the judges' call engine."""
+    CSV/JSONL file (dataset, paper_id, text); openai/anthropic: an API model through the judges' call engine;
+    gguf: a local GGUF model through llama-cpp-python (extra `gguf`; default gemma3-270m)."""
     enabled: bool = True
     """Disabled generators stay configured but do not run (API generators ship disabled)."""
     args: dict[str, Any] = Field(default_factory=dict)
@@ -86,7 +87,7 @@ class JudgeParams(Frozen):
     judges: dict[str, JudgeSpec] = Field(default_factory=dict)
     """Judge id → spec. The id names the judge in every output table."""
     generators: dict[str, GeneratorSpec] = Field(default_factory=dict)
-    """NovBench `review` task: generator id → spec (expert | import | openai | anthropic). The id names the
+    """NovBench `review` task: generator id → spec (expert | import | openai | anthropic | gguf). The id names the
     generator in reviews.parquet and metrics.json; args are checked by novelty_audit.novbench when the stage runs."""
 
     @field_validator("judges")

@@ -3,7 +3,7 @@
 Every generator gives exactly one row per (dataset, paper): an output that cannot be parsed is kept with
 `valid = false` (counted invalid by the metrics, never dropped). Backends here: `expert` (the reference
 items themselves, the study's "expert as model" row) and `import` (texts from a CSV/JSONL file); the API
-backends live in `_llmgen.py` and share the judges' call engine.
+backends live in `_llmgen.py` and share the judges' call engine; the local GGUF model (`gguf`) is in `_ggufgen.py`.
 """
 
 from __future__ import annotations
@@ -208,6 +208,10 @@ def _build_one(name: str, spec: GeneratorSpec, jp: JudgeParams, store_root: str 
         return ExpertGenerator(name)
     if spec.backend == "import":
         return ImportGenerator(name, _args(name, ImportArgs, spec.args))
+    if spec.backend == "gguf":
+        from ._ggufgen import build_gguf_generator
+
+        return build_gguf_generator(name, spec, jp, store_root=store_root)
     from ._llmgen import build_llm_generator
 
     return build_llm_generator(name, spec, jp, store_root=store_root, budget=budget)
