@@ -65,7 +65,9 @@ class GgufGenArgs(Frozen):
     temperature: float = Field(default=0.0, ge=0.0)
     """0: greedy decoding (the answer depends on the prompt alone)."""
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    """Nucleus sampling (temperature > 0 only)."""
     top_k: int = Field(default=40, ge=0)
+    """Top-k sampling (temperature > 0 only)."""
     repeat_penalty: float = Field(default=1.1, gt=0.0)
     """llama.cpp's repetition penalty (1.0: none); a small greedy model otherwise tends to repeat a line."""
     seed: int = 0
