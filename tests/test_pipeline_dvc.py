@@ -95,7 +95,7 @@ CONTROLS = {"always-first": {"backend": "always-first"}, "random": {"backend": "
 
 def _write_params(root: Path, judges: dict, **judge_section) -> None:
     raw = yaml.safe_load((root / "params.yaml").read_text())
-    raw["judge"] = {"datasets": ["human-only"], "tasks": ["pairwise"], "progress": False, "judges": judges, **judge_section}
+    raw["judge"] = {"datasets": ["human-only"], "probe_datasets": [], "tasks": ["pairwise"], "progress": False, "judges": judges, **judge_section}
     (root / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
 
 
@@ -104,7 +104,7 @@ def small(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     shutil.copytree(REPO, root, ignore=ignore_run_state)
     doc = yaml.safe_load((root / "dvc.yaml").read_text())
-    doc["stages"] = {n: doc["stages"][n] for n in ("pin", "judge")}
+    doc["stages"] = {n: doc["stages"][n] for n in ("pin", "probe", "judge")}  # judge depends on artifacts/probe
     doc.pop("plots", None)
     (root / "dvc.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     _write_params(root, CONTROLS)
