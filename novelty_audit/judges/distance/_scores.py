@@ -151,10 +151,7 @@ def nearest(
         ok = cols < c
         masked[rows[ok], cols[ok]] = -np.inf
     if idea_titles is not None and doc_titles is not None:
-        by_title: dict[str, list[int]] = {}
-        for j, t in enumerate(doc_titles):
-            if t:
-                by_title.setdefault(t, []).append(j)
+        by_title = _columns_by_title(doc_titles)
         for i, t in enumerate(idea_titles):
             for j in by_title.get(t, ()) if t else ():
                 if exclude_self and j == i + row_offset:
@@ -168,11 +165,30 @@ def nearest(
         if log:
             drops.extend(Drop(int(i), int(j), "near-duplicate", float(sims[i, j])) for i, j in zip(ii, jj))
         masked[ii, jj] = -np.inf
+    return _top(masked, m, drops)
+
+
+def _columns_by_title(doc_titles: Sequence[str]) -> dict[str, list[int]]:
+    """Corpus columns per normalized title (an empty title matches nothing)."""
+    by_title: dict[str, list[int]] = {}
+    for j, t in enumerate(doc_titles):
+        if t:
+            by_title.setdefault(t, []).append(j)
+    return by_title
+
+
+def _top(masked: np.ndarray, m: int, drops: list[Drop], *, widen: bool = False) -> Neighbours:
+    """The m best admissible cells of every row of `masked` (excluded cells are -inf), nearest first.
+
+    `widen`: float32 cosines; only the kept ones are widened to float64 (exact, so the order is unchanged)."""
+    n, c = masked.shape
     m = min(m, c)
     if m <= 0 or n == 0:
         return Neighbours(np.full((n, 0), -1, np.int64), np.full((n, 0), np.nan), drops)
     part = np.argpartition(-masked, m - 1, axis=1)[:, :m] if m < c else np.tile(np.arange(c), (n, 1))
     vals = np.take_along_axis(masked, part, axis=1)
+    if widen:
+        vals = vals.astype(np.float64)
     # Nearest first; equal cosines by corpus row so the order never depends on the partition.
     order = np.lexsort((part, -vals), axis=1)
     idx = np.take_along_axis(part, order, axis=1)
@@ -205,13 +221,9 @@ def _nearest_float32(queries: np.ndarray, block: np.ndarray, m: int, *, idea_tit
     partition run on the float32 cosines (widening is exact, so the order, the drops and the kept cosines are the
     same); only the m kept per row are widened. Four fewer passes over ideas × block cells."""
     sims = np.asarray(queries @ block.T, dtype=np.float32)
-    n, c = sims.shape
     drops: list[Drop] = []
     if idea_titles is not None and doc_titles is not None:
-        by_title: dict[str, list[int]] = {}
-        for j, t in enumerate(doc_titles):
-            if t:
-                by_title.setdefault(t, []).append(j)
+        by_title = _columns_by_title(doc_titles)
         for i, t in enumerate(idea_titles):
             for j in by_title.get(t, ()) if t else ():
                 if np.isfinite(sims[i, j]):
@@ -221,19 +233,7 @@ def _nearest_float32(queries: np.ndarray, block: np.ndarray, m: int, *, idea_tit
         ii, jj = np.nonzero(sims >= np.float64(near_duplicate))  # compared in float64, as the widened matrix would be
         drops.extend(Drop(int(i), int(j), "near-duplicate", float(sims[i, j])) for i, j in zip(ii, jj))
         sims[ii, jj] = -np.inf
-    m = min(m, c)
-    if m <= 0 or n == 0:
-        return Neighbours(np.full((n, 0), -1, np.int64), np.full((n, 0), np.nan), drops)
-    part = np.argpartition(-sims, m - 1, axis=1)[:, :m] if m < c else np.tile(np.arange(c), (n, 1))
-    vals = np.take_along_axis(sims, part, axis=1).astype(np.float64)
-    order = np.lexsort((part, -vals), axis=1)
-    idx = np.take_along_axis(part, order, axis=1)
-    val = np.take_along_axis(vals, order, axis=1)
-    bad = ~np.isfinite(val)
-    idx[bad] = -1
-    val[bad] = np.nan
-    drops.sort(key=lambda d: (d.idea, d.doc))
-    return Neighbours(idx.astype(np.int64), val, drops)
+    return _top(sims, m, drops, widen=True)
 
 
 def nearest_blocked(
