@@ -6,43 +6,20 @@ from __future__ import annotations
 
 import csv
 import os
-import shutil
 from pathlib import Path
 
 import pytest
+from browser import WAIT, chrome, needs_browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-# Locally a missing browser skips; in CI (CI=true, where .ci/system-deps installs it) it fails the test instead.
-IN_CI = os.environ.get("CI") == "true"
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "review.png"
-WAIT = 60  # seconds: the machine is shared; a condition usually holds in well under one
 
-pytestmark = pytest.mark.skipif(
-    not IN_CI and not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-    reason="chromium and chromium-driver are not installed (/usr/bin/chromium, /usr/bin/chromedriver)",
-)
+pytestmark = needs_browser
 
 
 @pytest.fixture
 def browser(tmp_path, monkeypatch):
-    if not IN_CI:
-        pytest.importorskip("selenium", reason="selenium is not installed (pip install -e '.[test]')")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    # Selenium Manager must never fetch a browser or a driver: both are given, and it is told to stay offline.
-    monkeypatch.setenv("SE_OFFLINE", "true")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
-                 "--window-size=1280,1500", f"--user-data-dir={tmp_path / 'profile'}"):
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(options=opts, service=Service(executable_path=str(CHROMEDRIVER)))
-    yield driver
-    driver.quit()
-    shutil.rmtree(tmp_path / "profile", ignore_errors=True)
+    with chrome(tmp_path / "profile", monkeypatch, "--window-size=1280,1500") as driver:
+        yield driver
 
 
 def rows(root: Path) -> list[dict[str, str]]:
