@@ -12,9 +12,9 @@ from pathlib import Path
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from .artifacts import digest_file
+from .artifacts import check_pinned_file
 from .config import Frozen
-from .errors import BadInputError, PinMismatchError
+from .errors import BadInputError
 
 __all__ = ["PublishedResult", "load_published"]
 
@@ -64,12 +64,8 @@ def load_published(path: str | Path, sha256: str) -> list[PublishedResult]:
     path = Path(path)
     if not path.is_file():
         raise BadInputError(f"report.published: {path} not found", hint="check report.published.path in params.yaml")
-    actual = digest_file(path)
-    if actual != sha256:
-        raise PinMismatchError(
-            f"report.published: {path} does not match its pin\n  expected sha256 {sha256}\n  actual   sha256 {actual}",
-            hint="if the change is deliberate, put the new digest in params.yaml report.published.sha256",
-        )
+    check_pinned_file(path, sha256, what=f"report.published: {path}",
+                      hint="if the change is deliberate, put the new digest in params.yaml report.published.sha256")
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:

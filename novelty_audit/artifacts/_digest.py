@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from ..errors import NoveltyAuditError
+from ..errors import NoveltyAuditError, PinMismatchError
 
 __all__ = [
     "canonical",
@@ -74,6 +74,15 @@ def digest_file(path: str | Path) -> str:
         while chunk := fh.read(_CHUNK):
             h.update(chunk)
     return h.hexdigest()
+
+
+def check_pinned_file(path: str | Path, sha256: str, *, what: str, hint: str) -> None:
+    """Refuse a pinned file whose bytes do not match its sha256 pin (`what`: how the message names the file)."""
+    actual = digest_file(path)
+    if actual != sha256:
+        raise PinMismatchError(
+            f"{what} does not match its pin\n  expected sha256 {sha256}\n  actual   sha256 {actual}", hint=hint
+        )
 
 
 def short_id(prefix: str, *parts: str) -> str:

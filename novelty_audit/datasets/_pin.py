@@ -8,8 +8,8 @@ from io import StringIO
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..artifacts import MANIFEST_NAME, atomic_write_bytes, digest_file, load_manifest, row_digests
-from ..errors import BadInputError, ConfigError, PinMismatchError, require
+from ..artifacts import MANIFEST_NAME, atomic_write_bytes, check_pinned_file, digest_file, load_manifest, row_digests
+from ..errors import BadInputError, ConfigError, require
 from ..config import round_trip_yaml
 from ..params import DatasetPin, Params
 from ._normalize import Normalized, normalize_pairs
@@ -47,12 +47,7 @@ def check_pin(name: str, pin: DatasetPin) -> Path:
     path = fetch_pinned(pin)
     if not path.exists():
         raise BadInputError(f"dataset {name}: {path} not found", hint="check pin.datasets in params.yaml")
-    actual = digest_file(path)
-    if actual != pin.sha256:
-        raise PinMismatchError(
-            f"dataset {name}: {path} does not match its pin\n  expected sha256 {pin.sha256}\n  actual   sha256 {actual}",
-            hint="if the change is deliberate, run `novelty-audit pin --accept`",
-        )
+    check_pinned_file(path, pin.sha256, what=f"dataset {name}: {path}", hint="if the change is deliberate, run `novelty-audit pin --accept`")
     return path
 
 

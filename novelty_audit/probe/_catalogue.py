@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import yaml
 
-from ..artifacts import digest_bytes, digest_file
-from ..errors import BadInputError, PinMismatchError
+from ..artifacts import check_pinned_file, digest_bytes, digest_file
+from ..errors import BadInputError
 
 __all__ = ["ATTACK_FAMILIES", "FAMILIES", "LENGTH_CONTROL", "Catalogue", "Template", "load_catalogue"]
 
@@ -75,12 +75,8 @@ def load_catalogue(path: str | Path, sha256: str | None = None) -> Catalogue:
     if not path.is_file():
         raise BadInputError(f"{path}: probe catalogue not found", hint="check probe.catalogue.path in params.yaml")
     if sha256 is not None:
-        actual = digest_file(path)
-        if actual != sha256:
-            raise PinMismatchError(
-                f"probe catalogue {path} does not match its pin\n  expected sha256 {sha256 or '(none)'}\n  actual   sha256 {actual}",
-                hint="if the edit is deliberate, put the actual sha256 in params.yaml probe.catalogue.sha256",
-            )
+        check_pinned_file(path, sha256, what=f"probe catalogue {path}",
+                          hint="if the edit is deliberate, put the actual sha256 in params.yaml probe.catalogue.sha256")
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:

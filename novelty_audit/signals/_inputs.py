@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
 
-from ..artifacts import atomic_write_bytes, csv_records, digest_file
+from ..artifacts import atomic_write_bytes, check_pinned_file, csv_records, digest_file
 from ..config import PinnedFile, SignalsParams, round_trip_yaml
 from ..errors import BadInputError, ConfigError, PinMismatchError
 from ._llm import PROMPT_NAME
@@ -59,13 +59,8 @@ def check_file_pin(section: str, pin: PinnedFile, root: Path = Path("."), *, acc
     if not path.is_file():
         what = "is a directory, not a file" if path.is_dir() else "not found"
         raise BadInputError(f"{section}: {pin.path} {what}", hint=f"check {section} in params.yaml")
-    actual = digest_file(path)
-    if actual != pin.sha256:
-        fix = f"run `{accept_hint}`" if accept_hint else f"put the new digest in params.yaml {section}"
-        raise PinMismatchError(
-            f"{section}: {pin.path} does not match its pin\n  expected sha256 {pin.sha256}\n  actual   sha256 {actual}",
-            hint=f"if the change is deliberate, {fix}",
-        )
+    fix = f"run `{accept_hint}`" if accept_hint else f"put the new digest in params.yaml {section}"
+    check_pinned_file(path, pin.sha256, what=f"{section}: {pin.path}", hint=f"if the change is deliberate, {fix}")
     return path
 
 
