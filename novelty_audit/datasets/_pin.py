@@ -47,7 +47,9 @@ def check_pin(name: str, pin: DatasetPin) -> Path:
     path = fetch_pinned(pin)
     if not path.exists():
         raise BadInputError(f"dataset {name}: {path} not found", hint="check pin.datasets in params.yaml")
-    check_pinned_file(path, pin.sha256, what=f"dataset {name}: {path}", hint="if the change is deliberate, run `novelty-audit pin --accept`")
+    check_pinned_file(
+        path, pin.sha256, what=f"dataset {name}: {path}", hint="if the change is deliberate, run `novelty-audit pin --accept`"
+    )
     return path
 
 
