@@ -60,24 +60,20 @@ def judge_stage_inputs(jp: JudgeParams, pin_dir: Path, built: Built, probe_dir: 
     """Files whose content decides the judge stage's outputs: pinned tables, probe tables, prompt templates,
     judge inputs."""
     paths: list[Path] = []
-    for ds in jp.datasets:
-        for t in _PIN_TABLES:
-            p = Path(pin_dir) / ds / t
-            if not p.exists():
-                raise BadInputError(
-                    f"{p}: missing pinned table for dataset '{ds}'",
-                    hint="run the pin stage first, and list in judge.datasets only datasets under pin.datasets",
-                )
-            paths.append(p)
-    for ds in jp.probe_datasets:
-        for t in _PIN_TABLES:
-            p = _probe_dir(probe_dir) / ds / t
-            if not p.exists():
-                raise BadInputError(
-                    f"{p}: missing probe table for dataset '{ds}'",
-                    hint="run the probe stage first (novelty-audit stage probe), with the split under probe.datasets",
-                )
-            paths.append(p)
+    sources = (
+        (Path(pin_dir), jp.datasets, "pinned",
+         "run the pin stage first, and list in judge.datasets only datasets under pin.datasets"),
+    )  # fmt: skip
+    if jp.probe_datasets:  # only then is a probe directory required
+        sources += ((_probe_dir(probe_dir), jp.probe_datasets, "probe",
+                     "run the probe stage first (novelty-audit stage probe), with the split under probe.datasets"),)
+    for root, datasets, what, hint in sources:
+        for ds in datasets:
+            for t in _PIN_TABLES:
+                p = root / ds / t
+                if not p.exists():
+                    raise BadInputError(f"{p}: missing {what} table for dataset '{ds}'", hint=hint)
+                paths.append(p)
     # Only the judge's own templates: other stages' prompts share the folder but not this stage's identity.
     paths.extend(p for p in prompts_dir().iterdir() if p.name.startswith(JUDGE_TEMPLATE_PREFIXES))
     for j in built.judges:
