@@ -4,8 +4,15 @@ of the whole-matrix search, and densities computed for a few documents equal the
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from novelty_audit.judges.distance import corpus_densities, cosine_matrix, nearest, normalize_title
+from novelty_audit.judges.distance import (
+    _scores,
+    corpus_densities,
+    cosine_matrix,
+    nearest,
+    normalize_title,
+)
 from novelty_audit.judges.distance._scores import doc_densities, nearest_blocked
 
 
@@ -33,6 +40,28 @@ def test_the_blocked_search_finds_the_neighbours_and_drops_of_the_whole_matrix_s
     np.testing.assert_allclose(blocked.cosine, whole.cosine, rtol=0, atol=1e-6)
     assert [(d.idea, d.doc, d.reason) for d in blocked.drops] == [(d.idea, d.doc, d.reason) for d in whole.drops]
     assert {d.reason for d in whole.drops} == {"own-title", "near-duplicate"}
+
+
+@pytest.mark.parametrize("seed_docs", [64, _scores.SEED_DOCS])
+def test_the_blocked_search_keeps_the_whole_matrix_order_under_ties_and_sparse_first_blocks(seed_docs, monkeypatch):
+    monkeypatch.setattr(_scores, "SEED_DOCS", seed_docs)  # 64: the seeding block is smaller than the others
+    rng = np.random.default_rng(11)
+    corpus = _unit(rng, 2000, dim=8)
+    corpus[1500:1700] = corpus[100:300]  # exact copies in a later block: equal cosines, the earlier row must win
+    ideas = np.vstack([_unit(rng, 30, dim=8), corpus[[5, 1600]]])
+    # Idea 0's title is on most of the first block: it has fewer than m neighbours after that block.
+    doc_titles = [normalize_title("Crowded") if i < 480 else normalize_title(f"Paper {i}") for i in range(2000)]
+    idea_titles = [normalize_title("Crowded")] + [normalize_title(f"Idea {i}") for i in range(31)]
+    for m in (1, 7, 40):
+        whole = nearest(cosine_matrix(ideas, corpus), m, idea_titles=idea_titles, doc_titles=doc_titles, near_duplicate=0.9)
+        blocked = nearest_blocked(ideas, corpus, m, idea_titles=idea_titles, doc_titles=doc_titles, near_duplicate=0.9, block=500)
+        assert blocked.index.tolist() == whole.index.tolist(), m
+        np.testing.assert_allclose(blocked.cosine, whole.cosine, rtol=0, atol=1e-6)
+        assert [(d.idea, d.doc, d.reason) for d in blocked.drops] == [(d.idea, d.doc, d.reason) for d in whole.drops]
+        # A copy is kept only beside its original (same cosine, lower row), never instead of it
+        # (idea 0 excepted: its title removes the originals).
+        for row in whole.index.tolist()[1:]:
+            assert all(j - 1400 in row for j in row if 1500 <= j < 1700), (m, row)
 
 
 def test_a_corpus_within_one_block_takes_the_whole_matrix_path_bit_for_bit():

@@ -187,6 +187,8 @@ def _top(masked: np.ndarray, m: int, drops: list[Drop], *, widen: bool = False) 
         return Neighbours(np.full((n, 0), -1, np.int64), np.full((n, 0), np.nan), drops)
     part = np.argpartition(-masked, m - 1, axis=1)[:, :m] if m < c else np.tile(np.arange(c), (n, 1))
     vals = np.take_along_axis(masked, part, axis=1)
+    if m < c:
+        part, vals = _settle_cut_ties(masked, part, vals, m)
     if widen:
         vals = vals.astype(np.float64)
     # Nearest first; equal cosines by corpus row so the order never depends on the partition.
@@ -200,8 +202,24 @@ def _top(masked: np.ndarray, m: int, drops: list[Drop], *, widen: bool = False) 
     return Neighbours(idx.astype(np.int64), val, drops)
 
 
+def _settle_cut_ties(masked: np.ndarray, part: np.ndarray, vals: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which of several cells equal to a row's m-th best value are kept is the partition's choice; make it the
+    lowest corpus rows', as `nearest` promises (duplicate abstracts tie exactly). Rows without such a tie
+    (nearly all) are left as they are."""
+    cut = vals.min(axis=1)
+    tied = np.isfinite(cut) & ((masked == cut[:, None]).sum(axis=1) > (vals == cut[:, None]).sum(axis=1))
+    for r in np.flatnonzero(tied):
+        above = np.flatnonzero(masked[r] > cut[r])
+        equal = np.flatnonzero(masked[r] == cut[r])[: m - len(above)]
+        part[r] = np.concatenate([above, equal])
+        vals[r] = masked[r, part[r]]
+    return part, vals
+
+
 BLOCK_DOCS = 65_536
 """Corpus documents per block of the exact neighbour search: (ideas × block) float64 cells at a time."""
+SEED_DOCS = 8_192
+"""Documents of the float32 search's first block, ranked in full to seed each row's threshold."""
 
 
 def _merge(idx_a: np.ndarray, val_a: np.ndarray, idx_b: np.ndarray, val_b: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -216,24 +234,104 @@ def _merge(idx_a: np.ndarray, val_a: np.ndarray, idx_b: np.ndarray, val_b: np.nd
     return idx, val
 
 
-def _nearest_float32(queries: np.ndarray, block: np.ndarray, m: int, *, idea_titles, doc_titles, near_duplicate) -> Neighbours:
-    """`nearest(cosine_matrix(queries, block), m, ...)` without widening the whole block to float64: masks and the
-    partition run on the float32 cosines (widening is exact, so the order, the drops and the kept cosines are the
-    same); only the m kept per row are widened. Four fewer passes over ideas × block cells."""
-    sims = np.asarray(queries @ block.T, dtype=np.float32)
+def _title_cells(idea_titles: Sequence[str] | None, doc_titles: Sequence[str] | None) -> tuple[np.ndarray, np.ndarray]:
+    """(idea row, corpus column) of every cell whose document carries the idea's normalized title, by column.
+
+    One pass over the corpus titles with a set of the (few) idea titles, instead of indexing every corpus title."""
+    if idea_titles is None or doc_titles is None:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    rows_of: dict[str, list[int]] = {}
+    for i, t in enumerate(idea_titles):
+        if t:
+            rows_of.setdefault(t, []).append(i)
+    pairs = [(i, j) for j, t in enumerate(doc_titles) if t in rows_of for i in rows_of[t]]
+    if not pairs:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    cells = np.array(pairs, dtype=np.int64)
+    return cells[:, 0], cells[:, 1]
+
+
+def _blocked_float32(queries: np.ndarray, corpus: np.ndarray, m: int, *, idea_titles, doc_titles,
+                     near_duplicate: float | None, block: int, self_cols: np.ndarray | None = None,
+                     log: bool = True) -> Neighbours:
+    """The blocked search over a float32 corpus with a running threshold per row.
+
+    The first block is ranked in full (`_top`). Afterwards a cell can only enter a row's m best when its cosine
+    is above the row's current m-th best (an equal cosine loses: its corpus row is larger), so each later block
+    costs one product and one comparison, and only the few cells above the threshold are merged — no partition
+    over ideas × block cells. Every near-duplicate (≥ `near_duplicate`) is above the threshold (which is an
+    admissible cosine, < `near_duplicate`), so it is still found and logged; own-title cells are masked from a
+    title index built once. Widening float32 → float64 is exact, so neighbours, cosines and drops are those of
+    `nearest(cosine_matrix(queries, corpus), m, ...)`. `self_cols[i]`: a corpus column row i never takes (a
+    document's own row, for its density), masked before anything else and not logged; `log=False` records no drops.
+    """
+    n, n_c = queries.shape[0], corpus.shape[0]
+    t_rows, t_cols = _title_cells(idea_titles, doc_titles)
     drops: list[Drop] = []
-    if idea_titles is not None and doc_titles is not None:
-        by_title = _columns_by_title(doc_titles)
-        for i, t in enumerate(idea_titles):
-            for j in by_title.get(t, ()) if t else ():
-                if np.isfinite(sims[i, j]):
-                    drops.append(Drop(i, j, "own-title", float(sims[i, j])))
-                    sims[i, j] = -np.inf
+    idx = np.full((n, 0), -1, np.int64)
+    val = np.full((n, 0), np.nan)
+    # A small first block seeds the thresholds: ranking it in full is the one partition this search pays for.
+    seed = min(block, max(SEED_DOCS, 8 * m))
+    for c0 in [0, *range(seed, n_c, block)]:
+        c1 = min(n_c, seed if c0 == 0 else c0 + block)
+        sims = np.asarray(queries @ corpus[c0:c1].T, dtype=np.float32)
+        if self_cols is not None:
+            mine = np.flatnonzero((self_cols >= c0) & (self_cols < c1))
+            sims[mine, self_cols[mine] - c0] = -np.inf
+        here = (t_cols >= c0) & (t_cols < c1)
+        ti, tj = t_rows[here], t_cols[here] - c0
+        ok = np.isfinite(sims[ti, tj]) & log
+        drops.extend(Drop(int(i), int(j) + c0, "own-title", float(sims[i, j])) for i, j in zip(ti[ok], tj[ok]))
+        sims[ti, tj] = -np.inf
+        if c0 == 0:
+            nb = _nearest_float32_masked(sims, m, near_duplicate, drops if log else [])
+            idx, val = nb.index, nb.cosine
+            continue
+        # A row with fewer than m neighbours so far takes every finite cell (threshold -inf).
+        full = idx.shape[1] == m
+        thr = np.full(n, -np.inf, np.float32)
+        if full:
+            last = val[:, m - 1]
+            thr = np.where(np.isfinite(last), last, -np.inf).astype(np.float32)
+        ii, jj = np.nonzero(sims > thr[:, None])
+        cos = sims[ii, jj].astype(np.float64)
+        if near_duplicate is not None:
+            dup = cos >= near_duplicate
+            if log:
+                drops.extend(Drop(int(i), int(j) + c0, "near-duplicate", float(c)) for i, j, c in zip(ii[dup], jj[dup], cos[dup]))
+            ii, jj, cos = ii[~dup], jj[~dup], cos[~dup]
+        idx, val = _merge_cells(idx, val, ii, jj + c0, cos, m)
+    drops.sort(key=lambda d: (d.idea, d.doc))
+    return Neighbours(idx.astype(np.int64), val, drops)
+
+
+def _nearest_float32_masked(sims: np.ndarray, m: int, near_duplicate: float | None, drops: list[Drop]) -> Neighbours:
+    """`_top` of one float32 block whose own-title cells are already -inf: near-duplicates dropped and logged."""
     if near_duplicate is not None:
         ii, jj = np.nonzero(sims >= np.float64(near_duplicate))  # compared in float64, as the widened matrix would be
         drops.extend(Drop(int(i), int(j), "near-duplicate", float(sims[i, j])) for i, j in zip(ii, jj))
         sims[ii, jj] = -np.inf
-    return _top(sims, m, drops, widen=True)
+    return _top(sims, m, [], widen=True)
+
+
+def _merge_cells(idx: np.ndarray, val: np.ndarray, rows: np.ndarray, cols: np.ndarray, cos: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's m best of its current neighbours and the new (row, col, cosine) cells, in `nearest`'s order."""
+    n = idx.shape[0]
+    have = idx >= 0
+    r_old = np.broadcast_to(np.arange(n)[:, None], idx.shape)[have]
+    all_r = np.concatenate([r_old, rows])
+    all_c = np.concatenate([idx[have], cols])
+    all_v = np.concatenate([val[have], cos])
+    order = np.lexsort((all_c, -all_v, all_r))
+    all_r, all_c, all_v = all_r[order], all_c[order], all_v[order]
+    start = np.searchsorted(all_r, np.arange(n))
+    rank = np.arange(len(all_r)) - start[all_r]
+    keep = rank < m
+    out_i = np.full((n, m), -1, np.int64)
+    out_v = np.full((n, m), np.nan)
+    out_i[all_r[keep], rank[keep]] = all_c[keep]
+    out_v[all_r[keep], rank[keep]] = all_v[keep]
+    return out_i, out_v
 
 
 def nearest_blocked(
@@ -255,16 +353,16 @@ def nearest_blocked(
     n_c = corpus.shape[0]
     if n_c <= block:
         return nearest(cosine_matrix(queries, corpus), m, idea_titles=idea_titles, doc_titles=doc_titles, near_duplicate=near_duplicate)
+    if isinstance(corpus, np.ndarray) and isinstance(queries, np.ndarray) and corpus.dtype == np.float32:
+        return _blocked_float32(queries, corpus, m, idea_titles=idea_titles, doc_titles=doc_titles,
+                                near_duplicate=near_duplicate, block=block)  # fmt: skip
     idx: np.ndarray | None = None
     val: np.ndarray | None = None
     drops: list[Drop] = []
     for c0 in range(0, n_c, block):
         c1 = min(n_c, c0 + block)
         titles = None if doc_titles is None else doc_titles[c0:c1]
-        if isinstance(corpus, np.ndarray) and isinstance(queries, np.ndarray) and corpus.dtype == np.float32:
-            nb = _nearest_float32(queries, corpus[c0:c1], m, idea_titles=idea_titles, doc_titles=titles, near_duplicate=near_duplicate)
-        else:
-            nb = nearest(cosine_matrix(queries, corpus[c0:c1]), m, idea_titles=idea_titles, doc_titles=titles, near_duplicate=near_duplicate)
+        nb = nearest(cosine_matrix(queries, corpus[c0:c1]), m, idea_titles=idea_titles, doc_titles=titles, near_duplicate=near_duplicate)
         drops.extend(Drop(d.idea, d.doc + c0, d.reason, d.cosine) for d in nb.drops)
         bi = np.where(nb.index >= 0, nb.index + c0, -1)
         idx, val = (bi, nb.cosine) if idx is None else _merge(idx, val, bi, nb.cosine, m)
@@ -285,6 +383,11 @@ def doc_densities(corpus, rows: np.ndarray, k: int, *, doc_titles: Sequence[str]
         rs = rows[r0 : r0 + row_block]
         q = corpus[rs]
         own = None if doc_titles is None else [doc_titles[r] for r in rs]
+        if isinstance(corpus, np.ndarray) and corpus.dtype == np.float32:
+            nb = _blocked_float32(q, corpus, k, idea_titles=own, doc_titles=doc_titles, near_duplicate=near_duplicate,
+                                  block=block, self_cols=rs, log=False)  # fmt: skip
+            out[r0 : r0 + len(rs)] = knn_scores(nb, k)
+            continue
         idx: np.ndarray | None = None
         val: np.ndarray | None = None
         for c0 in range(0, n_c, block):
