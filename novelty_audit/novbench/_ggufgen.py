@@ -30,14 +30,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..artifacts import digest_bytes, digest_file, digest_obj
+from ..artifacts import digest_bytes, digest_file
 from ..config import Frozen
 from ..config._judge import GeneratorSpec, JudgeParams
-from ..errors import ConfigError, MissingDependencyError, require
+from ..errors import MissingDependencyError, require
 from ._generate import Generator, _args, review_row
-from ._llmgen import PROMPT_VERSION, _novelty, few_shot_examples, prompt_path, render_prompt
+from ._llmgen import PROMPT_VERSION, load_template, prompt_context, prompt_values, render_prompt
 from ._papers import Paper
-from ._parse import render_items
 
 __all__ = ["GgufGenArgs", "GgufGenerator", "build_gguf_generator"]
 
@@ -99,11 +98,7 @@ class GgufGenerator(Generator):
         self.args = args
         self.few_shot_seed = few_shot_seed
         self.refresh = refresh
-        self.path = prompt_path(args.mode, args.prompt)
-        if not self.path.is_file():
-            raise ConfigError(f"params.yaml judge.generators.{name}.args.prompt: no template {self.path.name}",
-                              hint="packaged: review-zero-v1, review-few-v1, review-rag-v1")
-        self.template = self.path.read_text(encoding="utf-8")
+        self.path, self.template = load_template(name, args.mode, args.prompt)
         self.model_sha256 = digest_file(self.model_path)
         self.cache = CallCache(Path(cache_dir) / "calls")
         self._llm: Any = None
@@ -146,28 +141,12 @@ class GgufGenerator(Generator):
 
     # -- prompts -----------------------------------------------------------------------------------
     def _context(self, p: Paper, pool: Sequence[Paper]) -> list[Any]:
-        """The prompt's droppable context in keep order: few-shot examples (draw order) or retrieved docs (rank)."""
-        if self.args.mode == "few":
-            return few_shot_examples(p, pool, self.args.k, self.few_shot_seed)
-        if self.args.mode == "rag":
-            return list(p.retrieved)
-        return []
+        return prompt_context(p, pool, self.args.mode, self.args.k, self.few_shot_seed)
 
     def _render(self, p: Paper, context: Sequence[Any]) -> tuple[str, dict[str, str | None]]:
         """Plain text of the template for `p` with `context` (the template's system and user text, then the
         answer prefix), and its evidence parts."""
-        values = {"novelty": _novelty(p)}
-        parts: dict[str, str | None] = {"novelty_sentences": p.novelty_digest}
-        if self.args.mode == "few":
-            values["examples"] = "\n\n".join(
-                f"Example {n}\nNovelty statements:\n{_novelty(q)}\n\nNovelty evaluation:\n{render_items(q.reference)}"
-                for n, q in enumerate(context, start=1)
-            )
-            parts["few_shot"] = digest_obj([[q.paper_id, q.novelty_digest, q.reference_digest] for q in context])
-        elif self.args.mode == "rag":
-            values["related"] = "\n\n".join(f"[{n}] {d.title}\n{d.abstract}" for n, d in enumerate(context, start=1)) or "(none)"
-            # All docs: the pinned digest (as the API generators record); fewer: which ones were shown.
-            parts["retrieved"] = p.retrieved_digest if len(context) == len(p.retrieved) else digest_obj([d.digest for d in context])
+        values, parts = prompt_values(p, self.args.mode, context)
         msgs = render_prompt(self.template, self.path, values)
         return "\n\n".join(m["content"].strip() for m in msgs) + "\n\n" + self.args.answer_prefix, parts
 

@@ -51,6 +51,42 @@ def prompt_path(mode: str, version: str) -> Path:
     return Path(str(resources.files("novelty_audit").joinpath("prompts", f"review-{mode}-{version}.txt")))
 
 
+def load_template(generator: str, mode: str, version: str) -> tuple[Path, str]:
+    """A generator's review template (path, text); a missing one is a params error naming the generator."""
+    path = prompt_path(mode, version)
+    if not path.is_file():
+        raise ConfigError(f"params.yaml judge.generators.{generator}.args.prompt: no template {path.name}",
+                          hint="packaged: review-zero-v1, review-few-v1, review-rag-v1")
+    return path, path.read_text(encoding="utf-8")
+
+
+def prompt_context(p: Paper, pool: Sequence[Paper], mode: str, k: int, seed: int) -> list[Any]:
+    """What a prompt shows besides `p`'s own statements, in keep order: few-shot examples (draw order) or the
+    retrieved documents (rank); nothing for zero-shot."""
+    if mode == "few":
+        return few_shot_examples(p, pool, k, seed)
+    if mode == "rag":
+        return list(p.retrieved)
+    return []
+
+
+def prompt_values(p: Paper, mode: str, context: Sequence[Any]) -> tuple[dict[str, str], dict[str, str | None]]:
+    """The template values for `p` with `context` (`prompt_context`, possibly cut short), and the evidence
+    parts they carry: with every retrieved document shown, their pinned digest; with fewer, which ones."""
+    values = {"novelty": _novelty(p)}
+    parts: dict[str, str | None] = {"novelty_sentences": p.novelty_digest}
+    if mode == "few":
+        values["examples"] = "\n\n".join(
+            f"Example {n}\nNovelty statements:\n{_novelty(q)}\n\nNovelty evaluation:\n{render_items(q.reference)}"
+            for n, q in enumerate(context, start=1)
+        )
+        parts["few_shot"] = digest_obj([[q.paper_id, q.novelty_digest, q.reference_digest] for q in context])
+    elif mode == "rag":
+        values["related"] = "\n\n".join(f"[{n}] {d.title}\n{d.abstract}" for n, d in enumerate(context, start=1)) or "(none)"
+        parts["retrieved"] = p.retrieved_digest if len(context) == len(p.retrieved) else digest_obj([d.digest for d in context])
+    return values, parts
+
+
 def _sections(text: str, path: Path) -> list[dict[str, str]]:
     if not text.startswith("[system]\n") or "\n[user]\n" not in text:
         raise ConfigError(f"{path}: a review template has a [system] section, then a [user] section")
@@ -119,11 +155,7 @@ class LLMGenerator(Generator):
         self.backend = backend
         self.review = review
         self.seed = seed
-        self.path = prompt_path(review.mode, review.prompt)
-        if not self.path.is_file():
-            raise ConfigError(f"params.yaml judge.generators.{name}.args.prompt: no template {self.path.name}",
-                              hint="packaged: review-zero-v1, review-few-v1, review-rag-v1")
-        self.template = self.path.read_text(encoding="utf-8")
+        self.path, self.template = load_template(name, review.mode, review.prompt)
         self.judge = _judge_class(backend)(ctx, llm)
 
     def config(self) -> dict[str, Any]:
@@ -146,18 +178,8 @@ class LLMGenerator(Generator):
         self.judge.close()
 
     def _prompt(self, p: Paper, pool: Sequence[Paper]) -> tuple[list[dict[str, str]], dict[str, str | None]]:
-        values = {"novelty": _novelty(p)}
-        parts: dict[str, str | None] = {"novelty_sentences": p.novelty_digest}
-        if self.review.mode == "few":
-            ex = few_shot_examples(p, pool, self.review.k, self.seed)
-            values["examples"] = "\n\n".join(
-                f"Example {n}\nNovelty statements:\n{_novelty(q)}\n\nNovelty evaluation:\n{render_items(q.reference)}"
-                for n, q in enumerate(ex, start=1)
-            )
-            parts["few_shot"] = digest_obj([[q.paper_id, q.novelty_digest, q.reference_digest] for q in ex])
-        elif self.review.mode == "rag":
-            values["related"] = "\n\n".join(f"[{n}] {d.title}\n{d.abstract}" for n, d in enumerate(p.retrieved, start=1)) or "(none)"
-            parts["retrieved"] = p.retrieved_digest
+        context = prompt_context(p, pool, self.review.mode, self.review.k, self.seed)
+        values, parts = prompt_values(p, self.review.mode, context)
         return render_prompt(self.template, self.path, values), parts
 
     def generate(self, papers: Sequence[Paper]) -> list[dict[str, Any]]:
