@@ -251,7 +251,7 @@ def _title_cells(idea_titles: Sequence[str] | None, doc_titles: Sequence[str] | 
     return cells[:, 0], cells[:, 1]
 
 
-def _blocked_float32(queries: np.ndarray, corpus: np.ndarray, m: int, *, idea_titles, doc_titles,
+def _blocked_float32(queries: np.ndarray, corpus: np.ndarray, m: int, *, title_cells: tuple[np.ndarray, np.ndarray],
                      near_duplicate: float | None, block: int, self_cols: np.ndarray | None = None,
                      log: bool = True) -> Neighbours:
     """The blocked search over a float32 corpus with a running threshold per row.
@@ -260,13 +260,13 @@ def _blocked_float32(queries: np.ndarray, corpus: np.ndarray, m: int, *, idea_ti
     is above the row's current m-th best (an equal cosine loses: its corpus row is larger), so each later block
     costs one product and one comparison, and only the few cells above the threshold are merged — no partition
     over ideas × block cells. Every near-duplicate (≥ `near_duplicate`) is above the threshold (which is an
-    admissible cosine, < `near_duplicate`), so it is still found and logged; own-title cells are masked from a
-    title index built once. Widening float32 → float64 is exact, so neighbours, cosines and drops are those of
+    admissible cosine, < `near_duplicate`), so it is still found and logged; own-title cells (`title_cells`, from
+    `_title_cells`) are masked in the block they fall in. Widening float32 → float64 is exact, so neighbours, cosines and drops are those of
     `nearest(cosine_matrix(queries, corpus), m, ...)`. `self_cols[i]`: a corpus column row i never takes (a
     document's own row, for its density), masked before anything else and not logged; `log=False` records no drops.
     """
     n, n_c = queries.shape[0], corpus.shape[0]
-    t_rows, t_cols = _title_cells(idea_titles, doc_titles)
+    t_rows, t_cols = title_cells
     drops: list[Drop] = []
     idx = np.full((n, 0), -1, np.int64)
     val = np.full((n, 0), np.nan)
@@ -288,11 +288,8 @@ def _blocked_float32(queries: np.ndarray, corpus: np.ndarray, m: int, *, idea_ti
             idx, val = nb.index, nb.cosine
             continue
         # A row with fewer than m neighbours so far takes every finite cell (threshold -inf).
-        full = idx.shape[1] == m
-        thr = np.full(n, -np.inf, np.float32)
-        if full:
-            last = val[:, m - 1]
-            thr = np.where(np.isfinite(last), last, -np.inf).astype(np.float32)
+        last = val[:, m - 1] if idx.shape[1] == m else np.full(n, np.nan)
+        thr = np.where(np.isfinite(last), last, -np.inf).astype(np.float32)
         ii, jj = np.nonzero(sims > thr[:, None])
         cos = sims[ii, jj].astype(np.float64)
         if near_duplicate is not None:
@@ -354,7 +351,7 @@ def nearest_blocked(
     if n_c <= block:
         return nearest(cosine_matrix(queries, corpus), m, idea_titles=idea_titles, doc_titles=doc_titles, near_duplicate=near_duplicate)
     if isinstance(corpus, np.ndarray) and isinstance(queries, np.ndarray) and corpus.dtype == np.float32:
-        return _blocked_float32(queries, corpus, m, idea_titles=idea_titles, doc_titles=doc_titles,
+        return _blocked_float32(queries, corpus, m, title_cells=_title_cells(idea_titles, doc_titles),
                                 near_duplicate=near_duplicate, block=block)  # fmt: skip
     idx: np.ndarray | None = None
     val: np.ndarray | None = None
@@ -379,12 +376,16 @@ def doc_densities(corpus, rows: np.ndarray, k: int, *, doc_titles: Sequence[str]
     rows = np.asarray(rows, dtype=np.int64)
     out = np.empty(len(rows), dtype=np.float64)
     n_c = corpus.shape[0]
+    dense = isinstance(corpus, np.ndarray) and corpus.dtype == np.float32
+    if dense:  # the rows' own-title cells, found in one pass over the corpus titles for all row blocks
+        t_rows, t_cols = _title_cells(None if doc_titles is None else [doc_titles[r] for r in rows], doc_titles)
     for r0 in range(0, len(rows), row_block):
         rs = rows[r0 : r0 + row_block]
         q = corpus[rs]
         own = None if doc_titles is None else [doc_titles[r] for r in rs]
-        if isinstance(corpus, np.ndarray) and corpus.dtype == np.float32:
-            nb = _blocked_float32(q, corpus, k, idea_titles=own, doc_titles=doc_titles, near_duplicate=near_duplicate,
+        if dense:
+            mine = (t_rows >= r0) & (t_rows < r0 + len(rs))
+            nb = _blocked_float32(q, corpus, k, title_cells=(t_rows[mine] - r0, t_cols[mine]), near_duplicate=near_duplicate,
                                   block=block, self_cols=rs, log=False)  # fmt: skip
             out[r0 : r0 + len(rs)] = knn_scores(nb, k)
             continue
