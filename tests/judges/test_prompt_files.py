@@ -120,8 +120,9 @@ def test_an_api_judge_with_a_template_file_names_it_in_its_config(build, mock_ll
     assert cfg["prompt"] == "prompts/custom.jinja2" and set(cfg["prompt_files"]) == {"prompts/custom.jinja2", "prompts/custom-point.txt"}
     out = judge.judge(make_pairs(2), make_points(2))
     assert all(r["n_valid"] == 2 for r in out.pairwise) and all(r["n_valid"] == 1 for r in out.pointwise)
-    sent = mock_llm.requests[0].body["messages"]
-    assert sent[0]["content"] == "You compare two research ideas for novelty." and "First idea:" in sent[1]["content"]
+    # Pairwise and pointwise calls run concurrently: find the pairwise request by its template, not its arrival.
+    sent = [r.body["messages"] for r in mock_llm.requests if "First idea:" in r.body["messages"][-1]["content"]]
+    assert sent and all(m[0] == {"role": "system", "content": "You compare two research ideas for novelty."} for m in sent)
     before = judge.config_digest
     (tmp_path / "prompts/custom.jinja2").write_text(JINJA.replace("novelty.", "novelty!"), encoding="utf-8")
     again = build("openai", model="mock", base_url=mock_llm.base_url, api_key_env="MOCK_API_KEY", votes=1,
