@@ -19,6 +19,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,6 +27,10 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from project_copy import environments  # a venv inside the checkout is not copied
+
 GOAL = 1.3
 TOP_LEVEL_SKIP = {".git", ".dvc", ".novelty-audit", "artifacts", "reports", ".pytest_cache"}
 
@@ -33,7 +38,8 @@ TOP_LEVEL_SKIP = {".git", ".dvc", ".novelty-audit", "artifacts", "reports", ".py
 def _ignore(directory: str, names: list[str]) -> set[str]:
     # Skip run state at the top level only: novelty_audit/artifacts is a package, not run state.
     top = TOP_LEVEL_SKIP if Path(directory) == REPO else set()
-    return {n for n in names if n in top or n == "__pycache__" or n.endswith(".egg-info")}
+    skip = {n for n in names if n in top or n == "__pycache__" or n.endswith(".egg-info")}
+    return skip | environments(directory, names)
 
 
 def sh(*cmd: str, cwd: Path) -> None:

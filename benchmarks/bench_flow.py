@@ -18,18 +18,24 @@ import contextlib
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from project_copy import environments  # a venv inside the checkout is not copied
+
 TOP_LEVEL_SKIP = {".git", ".dvc", ".novelty-audit", "artifacts", "reports", ".pytest_cache", "tests", "benchmarks"}
 
 
 def _ignore(directory: str, names: list[str]) -> set[str]:
     # Skip run state at the top level only: novelty_audit/artifacts is a package, not run state.
     top = TOP_LEVEL_SKIP if Path(directory) == REPO else set()
-    return {n for n in names if n in top or n == "__pycache__" or n.endswith(".egg-info")}
+    skip = {n for n in names if n in top or n == "__pycache__" or n.endswith(".egg-info")}
+    return skip | environments(directory, names)
 
 
 def fresh_copy(base: Path, name: str) -> Path:

@@ -14,9 +14,20 @@ this checkout's `dvc repro` (the README's first command), which a fresh test pro
 _ANYWHERE = shutil.ignore_patterns("__pycache__", "*.egg-info", ".pytest_cache")
 
 
+def environments(directory: str, names: list[str]) -> set[str]:
+    """The names in `directory` that are Python environments: a venv (its pyvenv.cfg) or a conda env (conda-meta/).
+
+    A checkout's `.venv` (or any name) holds gigabytes (torch) and no project file; copied into every test
+    project, it filled the disk of a CI run whose venv lived inside the clone.
+    """
+    d = Path(directory)
+    return {n for n in names if (d / n / "pyvenv.cfg").is_file() or (d / n / "conda-meta").is_dir()}
+
+
 def ignore_run_state(directory: str, names: list[str]) -> set[str]:
-    """`shutil.copytree` ignore function: run state at the top level only (novelty_audit/artifacts is a package)."""
-    skip = set(_ANYWHERE(directory, names))
+    """`shutil.copytree` ignore function: run state at the top level only (novelty_audit/artifacts is a package),
+    and Python environments anywhere."""
+    skip = set(_ANYWHERE(directory, names)) | environments(directory, names)
     if Path(directory).resolve() == REPO:
         skip |= RUN_STATE & set(names)
     return skip
