@@ -64,6 +64,19 @@ def test_the_blocked_search_keeps_the_whole_matrix_order_under_ties_and_sparse_f
             assert all(j - 1400 in row for j in row if 1500 <= j < 1700), (m, row)
 
 
+def test_a_cosine_is_the_same_wherever_its_document_falls_in_the_product():
+    """Identical corpus rows tie exactly, and a block of the corpus has the whole matrix's cosines: the float32
+    GEMM of OpenBLAS on an AVX-512 EPYC rounded a cell by its place in the product, and broke both."""
+    rng = np.random.default_rng(3)
+    corpus = _unit(rng, 20_000, dim=384)
+    corpus[15_000:17_000] = corpus[1_000:3_000]
+    ideas = _unit(rng, 308, dim=384)
+    whole = cosine_matrix(ideas, corpus)
+    assert np.array_equal(whole[:, 1_000:3_000], whole[:, 15_000:17_000])
+    assert np.array_equal(cosine_matrix(ideas, corpus[15_000:]), whole[:, 15_000:])
+    assert np.array_equal(cosine_matrix(ideas[100:], corpus[:8_192]), whole[100:, :8_192])
+
+
 def test_a_corpus_within_one_block_takes_the_whole_matrix_path_bit_for_bit():
     corpus, ideas, doc_titles, idea_titles = _setup()
     whole = nearest(cosine_matrix(ideas, corpus), 10, idea_titles=idea_titles, doc_titles=doc_titles)

@@ -120,10 +120,23 @@ def after_cutoff(years: Sequence[int], dates: Sequence[str | None], cutoff: str 
 
 def cosine_matrix(queries, corpus) -> np.ndarray:
     """Dense (n_queries, n_corpus) float64 cosines from normalized dense or sparse rows."""
+    if isinstance(queries, np.ndarray) and isinstance(corpus, np.ndarray):
+        return _products(queries, corpus)
     sims = queries @ corpus.T
     if hasattr(sims, "toarray"):
         sims = sims.toarray()
     return np.asarray(sims, dtype=np.float64)
+
+
+def _products(queries: np.ndarray, corpus: np.ndarray) -> np.ndarray:
+    """`queries @ corpus.T` of dense rows, multiplied in float64 (widening float32 is exact).
+
+    A float32 GEMM may round a cell differently depending on where it falls in the product: OpenBLAS on an
+    AVX-512 EPYC gave identical corpus rows different cosines, and a block of the corpus other cosines than
+    the whole matrix, so the neighbours (ties between duplicates, the cut, the near-duplicate line) depended
+    on the block layout and the CPU. The float64 kernels gave every cell the same value in every shape there.
+    """
+    return np.asarray(queries, dtype=np.float64) @ np.asarray(corpus, dtype=np.float64).T
 
 
 def nearest(
@@ -177,10 +190,8 @@ def _columns_by_title(doc_titles: Sequence[str]) -> dict[str, list[int]]:
     return by_title
 
 
-def _top(masked: np.ndarray, m: int, drops: list[Drop], *, widen: bool = False) -> Neighbours:
-    """The m best admissible cells of every row of `masked` (excluded cells are -inf), nearest first.
-
-    `widen`: float32 cosines; only the kept ones are widened to float64 (exact, so the order is unchanged)."""
+def _top(masked: np.ndarray, m: int, drops: list[Drop]) -> Neighbours:
+    """The m best admissible cells of every row of `masked` (excluded cells are -inf), nearest first."""
     n, c = masked.shape
     m = min(m, c)
     if m <= 0 or n == 0:
@@ -189,8 +200,6 @@ def _top(masked: np.ndarray, m: int, drops: list[Drop], *, widen: bool = False) 
     vals = np.take_along_axis(masked, part, axis=1)
     if m < c:
         part, vals = _settle_cut_ties(masked, part, vals, m)
-    if widen:
-        vals = vals.astype(np.float64)
     # Nearest first; equal cosines by corpus row so the order never depends on the partition.
     order = np.lexsort((part, -vals), axis=1)
     idx = np.take_along_axis(part, order, axis=1)
@@ -219,7 +228,7 @@ def _settle_cut_ties(masked: np.ndarray, part: np.ndarray, vals: np.ndarray, m: 
 BLOCK_DOCS = 65_536
 """Corpus documents per block of the exact neighbour search: (ideas × block) float64 cells at a time."""
 SEED_DOCS = 8_192
-"""Documents of the float32 search's first block, ranked in full to seed each row's threshold."""
+"""Documents of the float32 corpus search's first block, ranked in full to seed each row's threshold."""
 
 
 def _merge(idx_a: np.ndarray, val_a: np.ndarray, idx_b: np.ndarray, val_b: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -261,8 +270,8 @@ def _blocked_float32(queries: np.ndarray, corpus: np.ndarray, m: int, *, title_c
     costs one product and one comparison, and only the few cells above the threshold are merged — no partition
     over ideas × block cells. Every near-duplicate (≥ `near_duplicate`) is above the threshold (which is an
     admissible cosine, < `near_duplicate`), so it is still found and logged; own-title cells (`title_cells`, from
-    `_title_cells`) are masked in the block they fall in. Widening float32 → float64 is exact, so neighbours,
-    cosines and drops are those of `nearest(cosine_matrix(queries, corpus), m, ...)`. `self_cols[i]`: a corpus
+    `_title_cells`) are masked in the block they fall in. Cosines are float64 products (`_products`), as in
+    `cosine_matrix`, so neighbours, cosines and drops are those of `nearest(cosine_matrix(queries, corpus), m, ...)`. `self_cols[i]`: a corpus
     column row i never takes (a document's own row, for its density), masked before anything else and not
     logged; `log=False` records no drops.
     """
@@ -275,7 +284,7 @@ def _blocked_float32(queries: np.ndarray, corpus: np.ndarray, m: int, *, title_c
     seed = min(block, max(SEED_DOCS, 8 * m))
     for c0 in [0, *range(seed, n_c, block)]:
         c1 = min(n_c, seed if c0 == 0 else c0 + block)
-        sims = np.asarray(queries @ corpus[c0:c1].T, dtype=np.float32)
+        sims = _products(queries, corpus[c0:c1])
         if self_cols is not None:
             mine = np.flatnonzero((self_cols >= c0) & (self_cols < c1))
             sims[mine, self_cols[mine] - c0] = -np.inf
@@ -285,14 +294,14 @@ def _blocked_float32(queries: np.ndarray, corpus: np.ndarray, m: int, *, title_c
         drops.extend(Drop(int(i), int(j) + c0, "own-title", float(sims[i, j])) for i, j in zip(ti[ok], tj[ok]))
         sims[ti, tj] = -np.inf
         if c0 == 0:
-            nb = _nearest_float32_masked(sims, m, near_duplicate, drops if log else [])
+            nb = _nearest_masked(sims, m, near_duplicate, drops if log else [])
             idx, val = nb.index, nb.cosine
             continue
         # A row with fewer than m neighbours so far takes every finite cell (threshold -inf).
         last = val[:, m - 1] if idx.shape[1] == m else np.full(n, np.nan)
-        thr = np.where(np.isfinite(last), last, -np.inf).astype(np.float32)
+        thr = np.where(np.isfinite(last), last, -np.inf)
         ii, jj = np.nonzero(sims > thr[:, None])
-        cos = sims[ii, jj].astype(np.float64)
+        cos = sims[ii, jj]
         if near_duplicate is not None:
             dup = cos >= near_duplicate
             if log:
@@ -303,13 +312,13 @@ def _blocked_float32(queries: np.ndarray, corpus: np.ndarray, m: int, *, title_c
     return Neighbours(idx.astype(np.int64), val, drops)
 
 
-def _nearest_float32_masked(sims: np.ndarray, m: int, near_duplicate: float | None, drops: list[Drop]) -> Neighbours:
-    """`_top` of one float32 block whose own-title cells are already -inf: near-duplicates dropped and logged."""
+def _nearest_masked(sims: np.ndarray, m: int, near_duplicate: float | None, drops: list[Drop]) -> Neighbours:
+    """`_top` of one block whose own-title cells are already -inf: near-duplicates dropped and logged."""
     if near_duplicate is not None:
-        ii, jj = np.nonzero(sims >= np.float64(near_duplicate))  # compared in float64, as the widened matrix would be
+        ii, jj = np.nonzero(sims >= near_duplicate)
         drops.extend(Drop(int(i), int(j), "near-duplicate", float(sims[i, j])) for i, j in zip(ii, jj))
         sims[ii, jj] = -np.inf
-    return _top(sims, m, [], widen=True)
+    return _top(sims, m, [])
 
 
 def _merge_cells(idx: np.ndarray, val: np.ndarray, rows: np.ndarray, cols: np.ndarray, cos: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
