@@ -271,9 +271,9 @@ def _blocked_float32(queries: np.ndarray, corpus: np.ndarray, m: int, *, title_c
     over ideas × block cells. Every near-duplicate (≥ `near_duplicate`) is above the threshold (which is an
     admissible cosine, < `near_duplicate`), so it is still found and logged; own-title cells (`title_cells`, from
     `_title_cells`) are masked in the block they fall in. Cosines are float64 products (`_products`), as in
-    `cosine_matrix`, so neighbours, cosines and drops are those of `nearest(cosine_matrix(queries, corpus), m, ...)`. `self_cols[i]`: a corpus
-    column row i never takes (a document's own row, for its density), masked before anything else and not
-    logged; `log=False` records no drops.
+    `cosine_matrix`, so neighbours, cosines and drops are those of `nearest(cosine_matrix(queries, corpus), m,
+    ...)`. `self_cols[i]`: a corpus column row i never takes (a document's own row, for its density), masked
+    before anything else and not logged; `log=False` records no drops.
     """
     n, n_c = queries.shape[0], corpus.shape[0]
     t_rows, t_cols = title_cells
