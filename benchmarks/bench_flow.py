@@ -26,21 +26,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from project_copy import environments  # a venv inside the checkout is not copied
-
-TOP_LEVEL_SKIP = {".git", ".dvc", ".novelty-audit", "artifacts", "reports", ".pytest_cache", "tests", "benchmarks"}
-
-
-def _ignore(directory: str, names: list[str]) -> set[str]:
-    # Skip run state at the top level only: novelty_audit/artifacts is a package, not run state.
-    top = TOP_LEVEL_SKIP if Path(directory) == REPO else set()
-    skip = {n for n in names if n in top or n == "__pycache__" or n.endswith(".egg-info")}
-    return skip | environments(directory, names)
+# The flow tests' fresh project: no run state, no Python environment.
+from project_copy import ignore_run_state
 
 
 def fresh_copy(base: Path, name: str) -> Path:
     dest = base / name
-    shutil.copytree(REPO, dest, ignore=_ignore)
+    shutil.copytree(REPO, dest, ignore=ignore_run_state)
     cache = REPO / ".novelty-audit" / "cache" / "embeddings"  # keyed by (model, text digest): safe to share
     if cache.exists():
         shutil.copytree(cache, dest / ".novelty-audit" / "cache" / "embeddings")
