@@ -522,7 +522,7 @@ def _comparisons(
 def _flip_matrix(ds: str, views: dict[str, PairwiseView], comp_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for j, v in sorted(views.items()):
-        n = int(v.present.sum())
+        n = int(v.covered.sum())  # with itself, like with another judge: over the pairs it was asked about
         rows.append({"dataset": ds, "judge_a": j, "judge_b": j, "compared": n, "flips": 0, "flip_rate": 0.0 if n else None})
     for r in comp_rows:
         if r["dataset"] != ds:

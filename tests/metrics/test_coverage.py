@@ -70,3 +70,9 @@ def test_tables_without_call_counts_count_every_row_as_covered():
     df = table([pair_row("p0", "a"), pair_row("p1", "none")]).drop("n_valid", "n_invalid", "n_refusal", "n_error", "n_truncated")
     d = compute_metrics(df, params=FAST).as_json()["ds"]["j"]
     assert (d["covered"], d["coverage"], d["accuracy_on_covered"]) == (2, 1.0, 0.5)
+
+
+def test_the_flip_matrix_compares_a_partial_judge_with_itself_over_the_pairs_it_covered():
+    fm = compute_metrics(partial_judge(), params=FAST).flip_matrix
+    diag = {r["judge_a"]: r["compared"] for r in fm.iter_rows(named=True) if r["judge_a"] == r["judge_b"]}
+    assert diag == {"full": 10, "sample": 4}  # not 10 for `sample`: six pairs it was never asked about
