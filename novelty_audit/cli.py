@@ -252,21 +252,30 @@ def flips(
 
 @app.command()
 def export(
-    what: Annotated[str, typer.Argument(help="verdicts (one judge's pairwise verdicts) | gold (every pair's gold idea)")],
+    what: Annotated[str, typer.Argument(help="verdicts (one judge's pairwise verdicts) | gold (every pair's gold idea) | "
+                                              "adjudications (the decided audit changes, a reference for `quality`)")],
     judge: Annotated[Optional[str], typer.Option("--judge", help="the judge (params.yaml judge.judges name); verdicts only")] = None,
     dataset: Annotated[Optional[str], typer.Option("--dataset", help="one dataset (ids are then pair ids; else <dataset>/<pair id>)")] = None,
     fmt: Annotated[Optional[str], typer.Option("--format", help="csv | jsonl (default: from --out, else csv)")] = None,
     out_path: Annotated[Optional[Path], typer.Option("--out", help="file to write (default: <judge|gold>[-<dataset>].<format>)")] = None,
+    from_run: Annotated[Optional[str], typer.Option("--from-run", help="adjudications: the audited runs, as `audit --from`")] = None,
+    to_run: Annotated[Optional[str], typer.Option("--to-run", help="adjudications: the audited runs, as `audit --to`")] = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    """Write the judge stage's verdicts as an id,verdict file that `flips` and `quality` read."""
+    """Write the judge stage's verdicts, or the decided audit changes, as an id,verdict file that `flips` and `quality` read."""
     from .errors import BadInputError
     from .metrics import export_gold, export_verdicts
     from .params import load_params
 
+    if what == "adjudications":
+        from .audit import export_adjudications
+
+        target = out_path or Path(f"adjudications{f'-{judge}' if judge else ''}{f'-{dataset}' if dataset else ''}.jsonl")
+        _emit(export_adjudications(params, target, judge=judge, dataset=dataset, from_run=from_run, to_run=to_run, fmt=fmt), as_json)
+        return
     if what not in ("verdicts", "gold"):
-        raise BadInputError(f"export {what}: expected verdicts or gold")
+        raise BadInputError(f"export {what}: expected verdicts, gold or adjudications")
     if (what == "verdicts") != (judge is not None):
         raise BadInputError("export verdicts needs --judge; export gold takes no --judge")
     table = Path(load_params(params).store.artifacts) / "judge" / "verdicts.parquet"

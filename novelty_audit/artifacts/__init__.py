@@ -15,7 +15,7 @@ from ._digest import (
 )
 from ._dvc import DeclaredStage, declared_stages, uncovered_inputs
 from ._io import atomic_write_bytes, csv_records, read_json, read_table, temp_prefix, write_json, write_table
-from ._lock import stage_lock
+from ._lock import file_lock, stage_lock
 from ._manifest import MANIFEST_NAME, FileRecord, StageManifest, file_record, load_manifest, tool_versions, write_manifest
 from ._stage import StageInput, StageResult, execute_stage, stage_identity
 from ._published import publish_copy, published_records, record_published
@@ -40,6 +40,7 @@ __all__ = [
     "declared_stages",
     "uncovered_inputs",
     "stage_lock",
+    "file_lock",
     "clean_stale_temps",
     "temp_prefix",
     "publish_copy",

@@ -4,6 +4,7 @@ DVC's own lock covers only `dvc repro`; two CLI runs (or a flow and a CLI run) o
 otherwise compute, and pay for, the same calls twice. The lock is an `flock` on
 `<store root>/locks/<stage>.lock`, so it is released by the kernel when its holder dies (no stale
 locks after a kill -9). The holder writes who it is into the file; a waiter that gives up names it.
+`file_lock` waits the same way on a shared file's own flock (the adjudication file's writers and readers).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,7 +25,7 @@ import orjson
 
 from ..errors import StageLockedError
 
-__all__ = ["stage_lock", "lock_timeout", "DEFAULT_LOCK_TIMEOUT_S", "LOCK_TIMEOUT_ENV"]
+__all__ = ["stage_lock", "file_lock", "lock_timeout", "DEFAULT_LOCK_TIMEOUT_S", "LOCK_TIMEOUT_ENV"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,24 @@ def _holder(path: Path) -> str:
     return f"pid {info.get('pid')} on {info.get('host')} since {info.get('since')} ({info.get('command')})"
 
 
+def _acquire(fd: int, op: int, wait: float, *, on_wait: Callable[[], None], timed_out: Callable[[], Exception]) -> None:
+    """`flock(fd, op)`, polling for up to `wait` seconds; `on_wait` runs once if it has to wait, `timed_out()` is
+    raised when the wait runs out (polling, not a blocking flock, so the wait has a bound)."""
+    deadline = time.monotonic() + wait
+    delay = 0.05
+    while True:
+        try:
+            fcntl.flock(fd, op | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if delay == 0.05 and wait > 0:  # say once why nothing seems to happen
+                on_wait()
+            if time.monotonic() >= deadline:
+                raise timed_out() from None
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())) or 0.01)
+            delay = min(delay * 2, 1.0)
+
+
 @contextmanager
 def stage_lock(store_root: str | Path, stage: str, *, timeout: float | None = None) -> Iterator[Path]:
     """Hold the lock of `stage` in the store at `store_root`; wait up to `timeout` seconds for another holder.
@@ -78,22 +97,14 @@ def stage_lock(store_root: str | Path, stage: str, *, timeout: float | None = No
     wait = lock_timeout() if timeout is None else max(0.0, timeout)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline = time.monotonic() + wait
-        delay = 0.05
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if delay == 0.05 and wait > 0:  # say once why nothing seems to happen
-                    log.warning("stage %s is being run by %s; waiting up to %g s for it to finish", stage, _holder(path), wait)
-                if time.monotonic() >= deadline:
-                    raise StageLockedError(
-                        f"stage {stage} is being run by {_holder(path)}; waited {wait:g} s for its lock {path}",
-                        hint=f"wait for that run to finish, or wait longer: `novelty-audit stage {stage} --wait SECONDS` or {LOCK_TIMEOUT_ENV}",
-                    ) from None
-                time.sleep(min(delay, max(0.0, deadline - time.monotonic())) or 0.01)
-                delay = min(delay * 2, 1.0)
+        _acquire(
+            fd, fcntl.LOCK_EX, wait,
+            on_wait=lambda: log.warning("stage %s is being run by %s; waiting up to %g s for it to finish", stage, _holder(path), wait),
+            timed_out=lambda: StageLockedError(
+                f"stage {stage} is being run by {_holder(path)}; waited {wait:g} s for its lock {path}",
+                hint=f"wait for that run to finish, or wait longer: `novelty-audit stage {stage} --wait SECONDS` or {LOCK_TIMEOUT_ENV}",
+            ),
+        )
         info = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
@@ -108,6 +119,41 @@ def stage_lock(store_root: str | Path, stage: str, *, timeout: float | None = No
         finally:
             held.discard(key)
             os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def file_lock(path: str | Path, *, shared: bool = False, timeout: float | None = None) -> Iterator[Path]:
+    """Hold an `flock` on the file `path` itself: exclusive for a writer, `shared=True` for a reader.
+
+    For a file several commands write (the adjudication file: the CLI, the review page, group decisions): every
+    writer takes this same lock, in any process or thread, and no lock file lies beside it for git or DVC to see.
+    A writer's lock creates the file empty if it is missing; nothing is ever written here. A reader's lock on a
+    missing file holds nothing (there is nothing to read). Not re-entrant. Waits up to `timeout` seconds (default
+    `lock_timeout()`), then raises StageLockedError (exit 2) naming the file.
+    """
+    path = Path(path)
+    if shared and not path.exists():
+        yield path
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    wait = lock_timeout() if timeout is None else max(0.0, timeout)
+    fd = os.open(path, os.O_RDONLY | (0 if shared else os.O_CREAT), 0o644)
+    try:
+        _acquire(
+            fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX, wait,
+            # A short wait is the normal case (another append in progress): not worth a warning.
+            on_wait=lambda: log.debug("%s is being written by another writer; waiting up to %g s", path, wait),
+            timed_out=lambda: StageLockedError(
+                f"{path} is being written by another writer; waited {wait:g} s for its lock",
+                hint=f"try again once that write has finished, or wait longer with {LOCK_TIMEOUT_ENV}",
+            ),
+        )
+        try:
+            yield path
+        finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)

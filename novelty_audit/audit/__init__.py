@@ -4,13 +4,17 @@ adjudications bound to that evidence (docs/design/audit.md)."""
 from ..config import AuditParams
 from ._adjudicate import (
     ADJUDICATION_FIELDS,
+    FIELD_LIMITS,
     LEGACY_FIELDS,
     AdjudicationIndex,
     append_adjudication,
     append_adjudications,
+    check_field,
     index_adjudications,
     load_adjudications,
 )
+from ._export import ABSTAIN_LABEL, AdjudicationExport, export_adjudications, reference_label
+from ._tally import TALLY_COLUMNS, decisions_per_judge
 from ._api import (
     AuditReport,
     adjudicate,
@@ -57,12 +61,20 @@ from ._runs import (
 
 __all__ = [
     "ADJUDICATION_FIELDS",
+    "FIELD_LIMITS",
     "LEGACY_FIELDS",
     "AdjudicationIndex",
     "append_adjudication",
     "append_adjudications",
+    "check_field",
     "index_adjudications",
     "load_adjudications",
+    "ABSTAIN_LABEL",
+    "AdjudicationExport",
+    "export_adjudications",
+    "reference_label",
+    "TALLY_COLUMNS",
+    "decisions_per_judge",
     "AuditReport",
     "adjudicate",
     "adjudicate_group",

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..artifacts import Store
 from ..errors import BadInputError, NoveltyAuditError
-from ._adjudicate import append_adjudications
+from ._adjudicate import append_adjudications, check_field
 from ._model import CAUSES, DECISIONS, STATUSES, AuditFilters, AuditResult, Change
 from ._render import audit_markdown
 from ._runs import audit, audit_sides, current_side, latest_other_run, ledger_side, window
@@ -104,11 +104,14 @@ def _row(ch: Change, decision: str, reason: str, who: str, when: str, group: str
             "evidence_after": ch.evidence_digests[1] or "", "group": group or ""}
 
 
-def _check_decision(decision: str, who: str) -> None:
+def _check_decision(decision: str, who: str, reason: str) -> tuple[str, str]:
+    """(reason, who) as they will be stored; checked before the (slow) audit so bad input fails at once."""
     if decision not in DECISIONS:
-        raise BadInputError(f"decision '{decision}' is not one of {', '.join(DECISIONS)}")
+        raise BadInputError(f"decision '{decision}' is not one of {', '.join(DECISIONS)}",
+                            hint="choose one: Enter alone never picks a decision")
     if not who.strip():
         raise BadInputError("--who is empty: say who decided")
+    return check_field("reason", reason), check_field("who", who.strip())
 
 
 def adjudicate(
@@ -135,7 +138,7 @@ def adjudicate(
     runs): dataset, judge and pair known, from → to its verdicts, cause `evidence`; otherwise a
     BadInputError (CLI exit 2) and nothing is written. `group`: an optional group id recorded with the row (it
     must be the change's group). Refreshes reports/audit.* when present. Returns the appended rows."""
-    _check_decision(decision, who)
+    reason, who = _check_decision(decision, who, reason)
     p = _params(params)
     result = _select(p, from_run, to_run, since, at)
     where = f"in the audit {result.from_run} → {result.to_run}"
@@ -183,7 +186,7 @@ def adjudicate_group(
     when: str | None = None,
 ) -> list[dict[str, str]]:
     """One row per change of the group (same group id and reason), bound to each change's evidence; one write."""
-    _check_decision(decision, who)
+    reason, who = _check_decision(decision, who, reason)
     p = _params(params)
     result = _select(p, from_run, to_run, since, at)
     members = [c for c in result.changes if c.group == group_id]
@@ -199,7 +202,8 @@ def adjudicate_group(
 
 
 def _today() -> str:
-    return datetime.now(timezone.utc).date().isoformat()
+    """Now, UTC, to the second: the page shows when each decision was made, and the last row of a day wins."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def refresh_latest_audit(params: Params) -> list[Path]:

@@ -1,14 +1,23 @@
 """`novelty-audit adjudicate`: decisions are validated against the audited runs, bound to the change's evidence,
-can cover a whole group, and refresh reports/audit.* at once."""
+can cover a whole group, and refresh reports/audit.* at once. The file: every field bounded and checked, one lock
+for every writer, formula-leading values stored inert, a damaged row named. Decisions counted per judge and exported
+as a reference set for `quality`."""
 
 from __future__ import annotations
+
+import csv
+import re
+import threading
+from datetime import datetime, timezone
 
 import orjson
 import pytest
 from worlds import DocLedger, DocWorld, doc, write_params
 
 from novelty_audit.artifacts import digest_file, published_records
-from novelty_audit.audit import load_adjudications
+from novelty_audit.audit import append_adjudication, audit_project, decisions_per_judge, load_adjudications
+from novelty_audit.errors import BadInputError
+from novelty_audit.metrics import read_verdict_file
 
 ADJ = "data/adjudications.csv"
 
@@ -122,3 +131,162 @@ def test_adjudicate_refreshes_the_published_audit_and_its_recorded_digest(projec
     assert {c["pair"]: c["status"] for c in doc_json["changes"]} == {"p-ab": "incorrect", "p-ac": "unadjudicated"}
     recorded = published_records(project.root / "artifacts")["report"]
     assert recorded["reports/audit.md"]["sha256"] == digest_file(reports / "audit.md")
+
+
+# ---- every field bounded and checked; the file stays readable ----------------------------------------------------
+
+ROW = {"dataset": "human-only", "judge": "judge-x", "pair": "p-ab", "from": "i-a", "to": "i-b", "decision": "incorrect",
+       "reason": "a paraphrase is not prior work", "who": "ana", "when": "2026-11-29T14:05:00+00:00",
+       "evidence_before": "e" * 64, "evidence_after": "f" * 64, "group": ""}
+
+
+def test_twenty_threads_appending_to_a_new_file_leave_one_header_and_every_row(tmp_path):
+    for trial in range(10):
+        path = tmp_path / f"trial-{trial}.csv"
+        start = threading.Barrier(20)
+
+        def append(i: int) -> None:
+            start.wait(timeout=60)
+            append_adjudication(path, {**ROW, "pair": f"p-{i:02d}"})
+
+        threads = [threading.Thread(target=append, args=(i,)) for i in range(20)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        text = path.read_text()
+        assert text.count("dataset,judge,pair") == 1, text
+        assert sorted(r.pair for r in load_adjudications(path)) == [f"p-{i:02d}" for i in range(20)]
+
+
+def test_a_reason_keeps_its_newlines_and_a_formula_lead_is_stored_inert_and_read_back_as_given(tmp_path):
+    path = tmp_path / "adj.csv"
+    given = {"reason": "=HYPERLINK(\"http://evil.example\")\nsecond line\n  indented", "who": "@ana"}
+    append_adjudication(path, {**ROW, **given})
+    append_adjudication(path, {**ROW, "reason": "-1 point: 'quoted' text", "who": "+bo"})
+    append_adjudication(path, {**ROW, "reason": "'already quoted", "who": "cy", "pair": "p-cd"})
+    append_adjudication(path, {**ROW, "reason": "windows\r\nline end", "who": "di", "pair": "p-ac"})
+    cells = list(csv.reader(path.open(newline="")))[1:]
+    # In the file no cell starts with a character a spreadsheet would run as a formula.
+    assert [(c[6][:2], c[7][:2]) for c in cells] == [("'=", "'@"), ("'-", "'+"), ("''", "cy"), ("wi", "di")]
+    rows = load_adjudications(path)
+    assert [(r.reason, r.who) for r in rows] == [
+        (given["reason"], "@ana"), ("-1 point: 'quoted' text", "+bo"), ("'already quoted", "cy"), ("windows\nline end", "di")]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("reason", "x" * 1_000_000, "field 'reason': 1000000 characters; at most 4000"),
+        ("reason", "bad\x00byte", "U+0000"),
+        ("reason", "pay \u202eevil", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+        ("reason", "isolate \u2066x\u2069", "U+2066"),
+        ("who", "ana\nbo", "U+000A"),
+        ("who", "a" * 101, "field 'who': 101 characters; at most 100"),
+        ("pair", "p-ab\x1b[31m", "U+001B"),
+    ],
+)
+def test_an_oversized_field_or_a_control_character_is_refused_before_anything_is_written(tmp_path, field, value, message):
+    path = tmp_path / "adj.csv"
+    with pytest.raises(BadInputError, match=re.escape(message)):
+        append_adjudication(path, {**ROW, field: value})
+    assert not path.exists()
+
+
+def test_a_damaged_file_is_an_error_naming_its_row_and_audit_exits_2_without_a_traceback(project, run_main):
+    before = DocWorld()
+    project.record(before)
+    project.record(_arrival(before, "Weather sonification", "n1"))
+    adj = project.root / ADJ
+    adj.parent.mkdir(parents=True, exist_ok=True)
+    header = ",".join(ROW)
+    good = ",".join(ROW.values())
+    # What an unbounded writer left behind: a 1 MB reason (over the CSV reader's field limit) in row 2.
+    adj.write_text(f"{header}\n{good}\n" + good.replace(ROW["reason"], "y" * 1_000_000) + f"\n{good}\n")
+    with pytest.raises(BadInputError, match=r"adj\w*\.csv: row 2 \(line 3\) cannot be read: field larger than field limit"):
+        load_adjudications(adj)
+    code, _, err = run_main("audit")
+    assert code == 2 and "row 2 (line 3)" in err and "Traceback" not in err
+    # A row that reads but breaks a rule names its row, field and the line it starts on.
+    adj.write_text(f"{header}\n{good}\n" + good.replace("ana", "an\u202ea") + "\n")
+    code, _, err = run_main("audit")
+    assert code == 2 and "row 2, field 'who': character U+202E" in err and "line 3" in err
+
+
+def test_a_decision_records_its_time_to_the_second(project, run_main):
+    before = DocWorld()
+    project.record(before)
+    project.record(_arrival(before, "Weather sonification", "n1"))
+    code, _, err = _decide(run_main, "human-only", "judge-x", "p-ab", "--from", "i-a", "--to", "i-b")
+    assert code == 0, err
+    (row,) = load_adjudications(project.root / ADJ)
+    when = datetime.fromisoformat(row.when)
+    assert when.tzinfo is not None and abs((datetime.now(timezone.utc) - when).total_seconds()) < 600
+
+
+# ---- decisions lead somewhere: counts per judge, and a reference set for `quality` --------------------------------
+
+def _three_decisions(project, run_main) -> DocWorld:
+    """judge-x flips p-ab, p-ac (one paper arriving) and p-cd (an edit of Delta); decided correct, incorrect, unclear."""
+    before = DocWorld()
+    project.record(before)
+    after = _arrival(before, "Weather sonification", "n1")
+    after = after.edit(texts={**after.texts, "i-d": "text of Delta, now with its method"}).with_verdict("judge-x", "p-cd", "i-d")
+    project.record(after)
+    for pair, src, dst, decision in (("p-ab", "i-a", "i-b", "correct"), ("p-ac", "tie", "i-c", "incorrect"),
+                                     ("p-cd", "i-c", "i-d", "unclear")):
+        code, _, err = run_main("adjudicate", "human-only", "judge-x", pair, "--from", src, "--to", dst, "--decision", decision,
+                                "--who", "ana", "--reason", f"=reason for {pair}")
+        assert code == 0, err
+    return after
+
+
+def test_decisions_per_judge_count_correct_incorrect_unclear_and_open(project, run_main):
+    _three_decisions(project, run_main)
+    result = audit_project("params.yaml").result
+    assert decisions_per_judge(result) == {"judge-x": {"correct": 1, "incorrect": 1, "unclear": 1, "open": 0}}
+    code, _, err = run_main("adjudicate", "human-only", "judge-x", "p-ab", "--from", "i-a", "--to", "i-b",
+                            "--decision", "incorrect", "--who", "bo")
+    assert code == 0, err
+    assert decisions_per_judge(audit_project("params.yaml").result)["judge-x"] == {"correct": 0, "incorrect": 2, "unclear": 1, "open": 0}
+
+
+def test_export_adjudications_round_trips_through_quality_reference(project, run_main):
+    _three_decisions(project, run_main)
+    code, out, err = run_main("export", "adjudications", "--out", "reference.jsonl", "--json")
+    assert code == 0, err
+    summary = orjson.loads(out)
+    assert (summary["rows"], summary["judges"], summary["open"], summary["excluded"]) == (3, ["judge-x"], 0, [])
+    ref = project.root / "reference.jsonl"
+    assert summary["sha256"] == digest_file(ref)
+    # correct → the verdict after the change; incorrect → the verdict before it; unclear → quality's abstain label.
+    assert read_verdict_file(ref) == {"human-only/p-ab": "i-b", "human-only/p-ac": "tie", "human-only/p-cd": "unknown"}
+    rows = {r["id"]: r for r in map(orjson.loads, ref.read_bytes().splitlines())}
+    ab = rows["human-only/p-ab"]
+    assert (ab["decision"], ab["reason"], ab["who"], ab["judge"], ab["from"], ab["to"]) == (
+        "correct", "=reason for p-ab", "ana", "judge-x", "i-a", "i-b")
+    assert datetime.fromisoformat(ab["when"]).tzinfo is not None
+    assert ab["evidence"]["decisive"][0]["title"] == "Weather sonification" and ab["evidence"]["docs"]
+    assert set(ab["evidence_digests"]) == {"before", "after"} and all(ab["evidence_digests"].values())
+    assert [(i["id"], i["text"]) for i in ab["ideas"]] == [("i-a", "text of Alpha"), ("i-b", "text of Beta")]
+    edited = next(i for i in rows["human-only/p-cd"]["ideas"] if i["id"] == "i-d")
+    assert (edited["text_before"], edited["text"]) == ("text of Delta", "text of Delta, now with its method")
+
+    # The judge's own verdicts, scored against the reference: p-ab agrees, p-ac does not, p-cd is answered where
+    # the reference abstains.
+    code, _, err = run_main("export", "verdicts", "--judge", "judge-x", "--out", "judge-x.csv")
+    assert code == 0, err
+    code, out, err = run_main("quality", "judge-x.csv", "--reference", "reference.jsonl", "--report-mismatches", "--json")
+    assert code == 0, err
+    q = orjson.loads(out)
+    assert (q["n"], q["reference_accuracy"], q["n_reference_abstain"], q["unsupported_confident"]) == (3, 1 / 3, 1, 1.0)
+
+
+def test_export_adjudications_refuses_csv_and_an_empty_set_with_exit_2(project, run_main):
+    before = DocWorld()
+    project.record(before)
+    project.record(_arrival(before, "Weather sonification", "n1"))
+    code, _, err = run_main("export", "adjudications", "--out", "ref.csv")
+    assert code == 2 and "JSONL" in err
+    code, _, err = run_main("export", "adjudications")
+    assert code == 2 and "no decided evidence change" in err and "Traceback" not in err
