@@ -6,13 +6,16 @@ A row names its pair in one of five ways (`match:`; `auto` takes the first whose
 `title`. Content is compared after Unicode NFC and whitespace collapsing (texts, digests) or case folding
 (titles); the shown order decides what `A`/`B` mean. A row that matches no pinned pair, or several, is
 never placed by position: it is an error naming file, row and field, or with `on_unmatched: exclude` an
-exclusion recorded in the judge stage's manifest summary (`exclusions.<judge>`). docs/design/import.md.
+exclusion recorded in the judge stage's manifest summary (`exclusions.<judge>`). In a `judge.limit` run, a
+row naming a pinned pair the run leaves out is *outside the subset*: counted on one stderr line and recorded
+as an exclusion with that reason, never called unmatched. docs/design/import.md.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import sys
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -178,6 +181,17 @@ class ImportJudge(VoteJudge):
         self._point_rows = read_rows(self.point_path, ctx.name)[0] if self.point_path else []
         self.mode = self._mode(set(header))
         self.on_missing = args.on_missing or ("error" if self.mode == "pair_id" else "none")
+        self._left_out: list[PairItem] = []
+        self._left_out_points: set[tuple[str, str]] = set()
+
+    def set_left_out(self, pairs: Sequence[PairItem], points: Sequence[PointItem] = ()) -> None:
+        """The pinned pairs and pointwise ideas this run leaves out (`judge.limit`), told by the judge stage
+        before `judge`.
+
+        Rows are matched against them too, so a row naming one is *outside the subset* (counted and recorded)
+        rather than unmatched, and a row is unmatched or ambiguous exactly when it would be in a full run."""
+        self._left_out = list(pairs)
+        self._left_out_points = {(p.dataset, p.idea.idea_id) for p in points}
 
     def _mode(self, header: set[str]) -> MatchMode:
         c = self.args.columns
@@ -265,6 +279,11 @@ class ImportJudge(VoteJudge):
             return miss, f"matches no pinned idea (the other {self.mode} does)"
         return a_col, f"(with {b_col}): both match pinned ideas, but no pinned pair holds the two together"
 
+    def _pair_column(self) -> str:
+        """The file column that names a row's pair (the first of two for content matching)."""
+        c = self.args.columns
+        return {"pair_id": c.pair_id, "item_key": c.item_key}.get(self.mode) or getattr(c, f"{self.mode}_a")
+
     def _index(self, pairs: Sequence[PairItem]) -> dict[Any, list[Any]]:
         """Lookup of pairs by key (id modes) or by (shown first, shown second) normalized values; fills
         `_known` with every pinned idea value, so an unmatched row can say which of its two sides is unknown."""
@@ -315,30 +334,37 @@ class ImportJudge(VoteJudge):
     def judge(self, pairs: Sequence[PairItem], points: Sequence[PointItem]) -> JudgeOutput:
         by_pair = {(p.dataset, p.pair_id): p for p in pairs}
         answered: dict[tuple[str, str], list[tuple[Call, CallResult]]] = {k: [] for k in by_pair}
-        index = self._index(pairs)
+        pinned = [*pairs, *(p for p in self._left_out if (p.dataset, p.pair_id) not in by_pair)]
+        index = self._index(pinned)
         unmatched: list[dict[str, Any]] = []
+        outside: list[dict[str, Any]] = []
         for n, row in enumerate(self._rows, start=1):
             where = f"{self.path}: row {n}"
-            got = self._locate(row, pairs, index) if pairs else (self.args.columns.dataset, "no pairwise items in this run")
+            got = self._locate(row, pinned, index) if pinned else (self.args.columns.dataset, "no pairwise items in this run")
             if not isinstance(got, _Match):
                 unmatched.append({"file": self.path.as_posix(), "row": n, "field": got[0], "reason": got[1]})
                 continue
-            result = self._vote(row, got, where)
+            result = self._vote(row, got, where)  # checked outside the subset too: the full run would refuse it
             if result is None:
                 unmatched.append({"file": self.path.as_posix(), "row": n, "field": self.args.columns.vote, "reason": "is missing"})
                 continue
             key = (got.pair.dataset, got.pair.pair_id)
+            if key not in by_pair:
+                outside.append({"file": self.path.as_posix(), "row": n, "field": self._pair_column(),
+                                "reason": f"outside the subset: pair {key[1]} of dataset {key[0]} is not judged in this run (judge.limit)"})
+                continue
             shown = got.pair.ideas if got.order == "forward" else (got.pair.idea_1, got.pair.idea_0)
             answered[key].append((Call("pairwise", key[0], key[1], got.order, len(answered[key]), shown), result))
         if unmatched and self.args.on_unmatched == "error":
             lines = [f"{u['file']}: row {u['row']}: field '{u['field']}' {u['reason']}" for u in unmatched[:20]]
             more = f"\n  … and {len(unmatched) - 20} more" if len(unmatched) > 20 else ""
+            also = f" ({len(outside)} other row(s) name pinned pairs outside this judge.limit subset)" if outside else ""
             raise BadInputError(
-                f"judge {self.name}: {len(unmatched)} imported row(s) match no single pinned pair:\n  " + "\n  ".join(lines) + more,
+                f"judge {self.name}: {len(unmatched)} imported row(s) match no single pinned pair{also}:\n  " + "\n  ".join(lines) + more,
                 hint="fix the rows, check args.columns / judge.datasets, or set args.on_unmatched: exclude to record them and go on",
             )
-        out = JudgeOutput(facts={"imported_votes": len(self._rows) - len(unmatched), "imported_pointwise_votes": len(self._point_rows)})
-        out.exclusions = [{"judge": self.name, **u} for u in unmatched]
+        out = JudgeOutput(facts={"imported_votes": len(self._rows) - len(unmatched) - len(outside)})
+        out.exclusions = [{"judge": self.name, **u} for u in sorted(unmatched + outside, key=lambda u: u["row"])]
         for key, pair in by_pair.items():
             if not answered[key]:
                 if self.on_missing == "error":
@@ -349,19 +375,26 @@ class ImportJudge(VoteJudge):
                 out.pairwise.append(self._empty_pair_row(pair))
                 continue
             out.pairwise.append(self._pair_row(pair, answered[key]))
-        self._pointwise(points, out)
+        point_outside = self._pointwise(points, out)
+        out.facts["outside_subset"] = len(outside) + point_outside
+        if out.facts["outside_subset"]:
+            print(f"judge {self.name}: {out.facts['outside_subset']} imported row(s) outside the subset (judge.limit): their items are "
+                  "pinned but not judged in this run; listed under exclusions in the judge manifest", file=sys.stderr, flush=True)
         return out
 
-    def _pointwise(self, points: Sequence[PointItem], out: JudgeOutput) -> None:
+    def _pointwise(self, points: Sequence[PointItem], out: JudgeOutput) -> int:
+        """Pointwise rows into `out`; returns how many name an idea outside this run's subset (judge.limit)."""
         point_keys = {(p.dataset, p.idea.idea_id): p for p in points}
         point_answered: dict[tuple[str, str], list[tuple[Call, CallResult]]] = {k: [] for k in point_keys}
+        outside = 0
         for n, row in enumerate(self._point_rows, start=1):
             where = f"{self.point_path}: row {n}"
             for col in ("dataset", "idea_id", "vote"):
                 if row.get(col) in (None, ""):
                     raise BadInputError(f"{where}: field '{col}' is missing", hint="columns: dataset, idea_id, vote")
             key = (str(row["dataset"]), str(row["idea_id"]))
-            if key not in point_keys:
+            left_out = key not in point_keys and key in self._left_out_points
+            if key not in point_keys and not left_out:
                 raise BadInputError(f"{where}: field 'idea_id': {key[1]} is not a pointwise idea of dataset {key[0]} in this run")
             vote = str(row["vote"])
             if vote in OUTCOMES:
@@ -371,6 +404,11 @@ class ImportJudge(VoteJudge):
                 result = CallResult("valid", vote)
             else:
                 raise BadInputError(f"{where}: field 'vote': {vote!r} is not POSITIVE, NEGATIVE or an outcome")
+            if left_out:
+                outside += 1
+                out.exclusions.append({"judge": self.name, "file": self.point_path.as_posix(), "row": n, "field": "idea_id",  # type: ignore[union-attr]
+                                       "reason": f"outside the subset: idea {key[1]} of dataset {key[0]} is not judged in this run (judge.limit)"})
+                continue
             idea = point_keys[key].idea
             point_answered[key].append((Call("pointwise", key[0], key[1], None, len(point_answered[key]), (idea,)), result))
         for key, item in point_keys.items():
@@ -380,6 +418,8 @@ class ImportJudge(VoteJudge):
                 out.pointwise.append(self._empty_point_row(item))
                 continue
             out.pointwise.append(self._point_row(item, point_answered[key]))
+        out.facts["imported_pointwise_votes"] = len(self._point_rows) - outside
+        return outside
 
     def _empty_pair_row(self, pair: PairItem) -> dict[str, Any]:
         parts = {"idea_0_text": pair.idea_0.text_digest, "idea_1_text": pair.idea_1.text_digest, **self.extra_evidence(pair.ideas)}

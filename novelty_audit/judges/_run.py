@@ -224,6 +224,15 @@ def run_judges(
     probing = [j for j in built.judges if runs_probe(jp, j)]
     others = [j for j in built.judges if not runs_probe(jp, j)]
     items = {id(j): (pairs + probe_pairs if runs_probe(jp, j) else pairs) for j in built.judges}
+    # judge.limit: a judge matching rows made elsewhere (import) is told which pinned items this run leaves out,
+    # so a row naming one is counted as outside the subset, never as matching no pinned item.
+    for judge in built.judges:
+        if hasattr(judge, "set_left_out"):
+            kept, kept_points = {(p.dataset, p.pair_id) for p in items[id(judge)]}, set(point_keys)
+            pool = (all_pairs + probe_all if runs_probe(jp, judge) else all_pairs) if "pairwise" in jp.tasks else []
+            point_pool = all_points if "pointwise" in jp.tasks else []
+            judge.set_left_out([p for p in pool if (p.dataset, p.pair_id) not in kept],
+                               [p for p in point_pool if (p.dataset, p.idea.idea_id) not in kept_points])
     outputs: dict[int, JudgeOutput] = {}
     if map_judges is not None:
         for group, group_pairs in ((probing, pairs + probe_pairs), (others, pairs)):

@@ -16,8 +16,9 @@ import pytest
 import yaml
 
 from novelty_audit.artifacts import load_manifest
-from novelty_audit.errors import ConfigError
+from novelty_audit.errors import BadInputError, ConfigError
 from novelty_audit.pipeline import run_stage
+from novelty_audit.report import ReportParams, build_report, load_sources
 
 COLUMNS = ["item_id", "problem_id", "source_file", "generation_model", "judge_model", "shown_A_idea",
            "shown_B_idea", "gold", "predicted", "annotation", "annotation_reasoning"]
@@ -109,3 +110,63 @@ def test_ai2_expert_file_imports_by_shown_text_and_scores_on_covered_pairs(proje
     assert set(doc["human-plus-generated"]) == {"random"}
     manifest = load_manifest(project / "artifacts/judge")
     assert manifest.summary["exclusions"] == excl
+
+
+def test_an_import_judge_whose_file_has_no_probe_pair_gets_no_probe_entry(project):
+    benchmark_only(project)
+    run_stage("pin")
+    run_stage("probe")
+    expert_file(project)
+    only_import_judges(project)
+    add_judge_dep(project, "data/imports")
+    run_stage("judge")
+    run_stage("metrics")
+    doc = orjson.loads((project / "artifacts/metrics/metrics.json").read_bytes())
+    assert set(doc["human-only:injection"]) == {"random"}  # not "attack success 0.000 over 200 eligible probes"
+    assert doc["human-only:injection"]["random"]["n_eligible"] > 0
+    assert {"ai2-expert", "gpt-5.4-ai2"} <= set(doc["human-only"])
+    probe_pairs = pl.read_parquet(project / "artifacts/metrics/probe_pairs.parquet")
+    assert set(probe_pairs["judge"]) == {"random"}
+    report = build_report(load_sources(project / "artifacts/metrics"), ReportParams()).markdown
+    table = report.split("### human-only:injection", 1)[1].split("\n#", 1)[0]
+    assert "| random |" in table and "ai2-expert" not in table and "gpt-5.4-ai2" not in table
+
+
+def test_a_limited_run_counts_rows_of_pairs_outside_its_subset_apart_from_unmatched_rows(project, capsys):
+    benchmark_only(project)
+    run_stage("pin")
+    path, _ = expert_file(project)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]), encoding="utf-8")  # the N rows that all name pinned pairs
+    only_import_judges(project)
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    raw["judge"]["limit"] = 3
+    for j in ("ai2-expert", "gpt-5.4-ai2"):
+        del raw["judge"]["judges"][j]["args"]["on_unmatched"]  # the default: an unmatched row is an error
+    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    add_judge_dep(project, "data/imports")
+    judge = run_stage("judge")  # no "imported rows match no single pinned pair"
+
+    verdicts = pl.read_parquet(project / "artifacts/judge/verdicts.parquet").filter(pl.col("judge") == "ai2-expert")
+    placed = int(verdicts.filter(pl.col("dataset") == "human-only")["n_valid"].sum())
+    outside = N - placed
+    assert verdicts.filter(pl.col("dataset") == "human-only").height == 3 and outside > 0
+    err = capsys.readouterr().err
+    assert f"judge ai2-expert: {outside} imported row(s) outside the subset (judge.limit)" in err
+    excl = judge.summary["exclusions"]["ai2-expert"]
+    assert len(excl) == outside  # every row left out is recorded, each with its reason
+    assert all(e["reason"].startswith("outside the subset: pair ") and e["field"] == "shown_A_idea" for e in excl)
+
+
+def test_a_limited_run_still_refuses_a_row_that_matches_no_pinned_pair(project):
+    benchmark_only(project)
+    run_stage("pin")
+    expert_file(project)  # its last row names an idea in no pinned split
+    only_import_judges(project)
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    raw["judge"]["limit"] = 3
+    raw["judge"]["judges"]["ai2-expert"]["args"]["on_unmatched"] = "error"
+    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    add_judge_dep(project, "data/imports")
+    with pytest.raises(BadInputError, match=r"1 imported row\(s\) match no single pinned pair \(\d+ other row\(s\) name pinned pairs outside"):
+        run_stage("judge")
