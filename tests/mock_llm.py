@@ -81,6 +81,14 @@ def _prompt_text(body: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _apply_stop(content: str, stop: str | list[str] | None) -> str:
+    """The scripted text cut before the first stop sequence, as an OpenAI-compatible server (llama.cpp, vLLM)
+    does with a request's `stop`: the model's whole continuation can be scripted and the recipe tested."""
+    stops = [stop] if isinstance(stop, str) else list(stop or [])
+    cuts = [content.find(s) for s in stops if s and s in content]
+    return content[: min(cuts)] if cuts else content
+
+
 def default_answer(body: dict[str, Any], nth: int) -> str:
     """Pairwise: pick A. Pointwise: say yes."""
     text = _prompt_text(body)
@@ -243,7 +251,7 @@ class MockLLM(LoopbackServer):
         elif refused:
             content = None
         else:
-            content = self.answer(body, nth)
+            content = _apply_stop(self.answer(body, nth), None if anthropic else body.get("stop"))
         model = self.reported_model or f"mock-{body.get('model')}"
         n_in = max(1, len(text) // 4)
         n_out = max(1, len(content or "") // 4)

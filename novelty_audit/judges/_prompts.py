@@ -355,6 +355,8 @@ _ANSWER_LINE = re.compile(r"^[\W_]*(?:my\s+)?(?:final\s+)?(?:answer|verdict)[*_\
 # markup, but no words (an echoed "(or {...})" or "A or B" must not pass).
 _LEAD = re.compile(r"^[\W_]*(?:(?:my\s+)?(?:final\s+)?(?:answer|verdict)[\W_]*)?$", re.IGNORECASE)
 _TRAIL = re.compile(r"^[\s.*_`]*$")
+_BARE_LEAD = re.compile(r"^[\W_]*(?:my\s+)?(?:final\s+)?(?:answer|verdict)[*_\s]*[:=][*_\s]*$", re.IGNORECASE)
+"""A line that is only a lead-in, `Answer:` with nothing after it: the label may follow on the next line."""
 
 
 def _value_to_choice(task: str, value: object) -> int | str | None:
@@ -464,10 +466,26 @@ def _last_line(task: str, text: str, notes: list[str]) -> int | str | None:
     return None
 
 
+def _label_below_lead_in(task: str, text: str) -> str:
+    """`text` with a bare lead-in line (`Answer:`) joined to the last non-empty line when that line is the
+    label below it: a base model continuing a completions prompt that ends with "Answer:" often starts its
+    continuation with a newline, so "Answer:\\nA." means "Answer: A.". Joined only when the last line by itself
+    holds no verdict and the answer is not one JSON object, so no answer that parsed before reads otherwise."""
+    lines = text.splitlines()
+    kept = [i for i, ln in enumerate(lines) if ln.strip() and not _FENCE.match(ln)]
+    if len(kept) < 2:
+        return text
+    lead, last = lines[kept[-2]].strip(), lines[kept[-1]].strip()
+    if not _BARE_LEAD.match(lead) or _OBJ.search(last) or _ANSWER_LINE.match(last) or _whole_object(task, text, [])[0]:
+        return text
+    return "\n".join([*lines[: kept[-2]], f"{lead} {last}"])
+
+
 def parse_verdict(task: Literal["pairwise", "pointwise"], text: str | None) -> Parsed:
     """Read the verdict where the output contract puts it: the whole answer as one JSON object, or the last
     non-empty line (one JSON object, or `answer: X`). Tolerated: code fences, single quotes, trailing
-    commas, `Idea B`, a lead-in such as `Final answer:`.
+    commas, `Idea B`, a lead-in such as `Final answer:`, and the label on the last line below a bare
+    `Answer:` line (blank lines between allowed: what a base model writes after a completions prompt).
 
     Never guesses: an answer that states both labels anywhere (e.g. an echoed `{"answer": "A"} (or
     {"answer": "B"})`), a placeholder such as `<A or B>`, or a verdict anywhere but in the contract's
@@ -478,6 +496,7 @@ def parse_verdict(task: Literal["pairwise", "pointwise"], text: str | None) -> P
     if not text or not text.strip():
         return Parsed("invalid", None, "empty response")
     notes: list[str] = []
+    text = _label_below_lead_in(task, text)
     stated = _stated_choices(task, text)
     if len(stated) > 1:
         return Parsed("invalid", None, "the answer states both labels; no single verdict")

@@ -93,6 +93,43 @@ def test_the_pointwise_parser():
     assert parse_verdict("pointwise", 'Novel.\n{"answer": "yes"}  (or {"answer": "no"})').outcome == "invalid"
 
 
+@pytest.mark.parametrize(
+    "text, task, choice",
+    [
+        ("Answer:\nA", "pairwise", 0),
+        ("Answer:\n\nA.", "pairwise", 0),
+        ("Answer:\n  Idea B", "pairwise", 1),
+        ("Final answer:\n\nB", "pairwise", 1),
+        ("Answer:\nyes", "pointwise", "POSITIVE"),
+        ("Answer:\n\nNo.", "pointwise", "NEGATIVE"),
+        ("Answer:\nnot novel", "pointwise", "NEGATIVE"),
+    ],
+)
+def test_a_label_on_the_line_below_a_bare_answer_line_is_the_verdict(text, task, choice):
+    # What a base model writes after a completions prompt ending "Answer:": a newline first, then the label.
+    p = parse_verdict(task, text)
+    assert (p.outcome, p.choice, p.note) == ("valid", choice, None)
+
+
+@pytest.mark.parametrize(
+    "text, task",
+    [
+        ("Answer:\n<A or B>", "pairwise"),
+        ("Answer:\n<yes or no>", "pointwise"),
+        ("Answer:\nA or B", "pairwise"),
+        ("Answer:\nB, because it is new", "pairwise"),
+        ("Answer:\nA\nIdea A is more novel because", "pairwise"),
+        ("Answer: B\nAnswer:\nA", "pairwise"),
+        ("Answer:\nmaybe", "pointwise"),
+        ("Answer:\n\n", "pairwise"),
+        ("We compare them.\nA", "pairwise"),
+    ],
+)
+def test_what_stands_below_a_bare_answer_line_must_be_one_label_and_the_last_line(text, task):
+    p = parse_verdict(task, text)
+    assert (p.outcome, p.choice) == ("invalid", None) and p.note, p
+
+
 # -- no invented votes ---------------------------------------------------------------------------------
 
 PROMPTS = resources.files("novelty_audit").joinpath("prompts")
