@@ -25,6 +25,7 @@ from .config import (
     ProbeParams,
     ReportParams,
     SignalsParams,
+    safe_load_unique,
 )
 from .errors import ConfigError
 
@@ -118,7 +119,7 @@ def load_raw_params(path: str | Path = "params.yaml") -> dict[str, Any]:
     if not path.exists():
         raise ConfigError(f"{path}: no such params file", hint="run from the project root")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = safe_load_unique(path.read_text(encoding="utf-8")) or {}  # a duplicate key names both lines instead of keeping the last
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML ({exc})") from None
     if not isinstance(raw, dict):

@@ -6,7 +6,7 @@ every subsystem whose settings happen to live in params.yaml.
 """
 
 from ._audit import AuditParams
-from ._base import DATASET_NAMES, Frozen, round_trip_yaml
+from ._base import DATASET_NAMES, DuplicateKeyError, Frozen, round_trip_yaml, safe_load_unique
 from ._flows import BackendLimit, CanaryParams, FlowsParams, SchedulesParams
 from ._judge import JudgeParams, JudgeSpec, Price
 from ._metrics import MetricsParams
@@ -17,6 +17,8 @@ from ._signals import EXTRACTOR_IDS, LLMSpec, PinnedFile, RecoveryParams, Signal
 
 __all__ = [
     "round_trip_yaml",
+    "safe_load_unique",
+    "DuplicateKeyError",
     "AuditParams",
     "DATASET_NAMES",
     "Frozen",

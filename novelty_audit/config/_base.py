@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Frozen", "DATASET_NAMES", "round_trip_yaml"]
+__all__ = ["Frozen", "DATASET_NAMES", "DuplicateKeyError", "round_trip_yaml", "safe_load_unique"]
 
 DATASET_NAMES = ("human-only", "human-plus-generated")
 
@@ -34,3 +35,40 @@ def round_trip_yaml() -> Any:
         type(None), lambda rep, _: rep.represent_scalar("tag:yaml.org,2002:null", "null")
     )
     return yaml
+
+
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A YAML mapping that names one key twice (a plain YAML load keeps only the last one, silently)."""
+
+    def __init__(self, key: Any, first: yaml.Mark, second: yaml.Mark):
+        super().__init__(problem=f"duplicate key {key!r}", problem_mark=second)
+        self.key = key
+        self.first_line = first.line + 1
+        self.second_line = second.line + 1
+
+    def __str__(self) -> str:
+        return f"key {self.key!r} appears twice in one mapping, at line {self.first_line} and line {self.second_line}"
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader (the same parser and types as `yaml.safe_load`), refusing duplicate keys."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Mark] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *base` overrides by design
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark)
+            except TypeError:
+                continue  # an unhashable key: the base constructor reports it
+            if first is not key_node.start_mark:
+                raise DuplicateKeyError(key, first, key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def safe_load_unique(text: str) -> Any:
+    """`yaml.safe_load(text)`, except that a mapping naming one key twice raises `DuplicateKeyError` (a
+    `yaml.YAMLError`) with both line numbers: for files people edit by hand (params.yaml, benchmark splits)."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 — a SafeLoader subclass

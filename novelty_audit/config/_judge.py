@@ -8,11 +8,35 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ._base import DATASET_NAMES, Frozen
 
-__all__ = ["GeneratorSpec", "JudgeParams", "JudgeSpec", "Price"]
+__all__ = ["CallKnobs", "GeneratorSpec", "JudgeParams", "JudgeSpec", "Price"]
+
+
+class CallKnobs(BaseModel):
+    """Bounds on the knobs of how a backend asks (votes, concurrency, timeouts, retries, rate limits), checked
+    on every judge's and generator's `args` when params.yaml loads, whatever the backend: a negative timeout or
+    `votes: 0` is refused naming the field (`judge.judges.<id>.args.timeout_s`) instead of hanging or dividing
+    by zero mid-run. The backend's own args model still decides which knobs it takes; other args pass here."""
+
+    model_config = ConfigDict(extra="allow")
+    votes: int | None = Field(default=None, ge=1)
+    concurrency: int | None = Field(default=None, ge=1)
+    timeout_s: float | None = Field(default=None, gt=0)
+    connect_timeout_s: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(default=None, ge=0)
+    backoff_s: float | None = Field(default=None, ge=0)
+    max_backoff_s: float | None = Field(default=None, ge=0)
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(default=None, gt=0)
+
+
+def _check_knobs(args: dict[str, Any]) -> dict[str, Any]:
+    # Checked, not converted: the args stay as written, so params digests do not move.
+    CallKnobs.model_validate(args)
+    return args
 
 
 class JudgeSpec(Frozen):
@@ -29,6 +53,11 @@ class JudgeSpec(Frozen):
     args: dict[str, Any] = Field(default_factory=dict)
     """Backend arguments, validated by the backend's own typed model when params load (enabled or not)."""
 
+    @field_validator("args")
+    @classmethod
+    def _knobs(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return _check_knobs(v)
+
 
 class GeneratorSpec(Frozen):
     """One NovBench review generator (judge.generators.<id>)."""
@@ -41,6 +70,11 @@ class GeneratorSpec(Frozen):
     """Disabled generators stay configured but do not run (API generators ship disabled)."""
     args: dict[str, Any] = Field(default_factory=dict)
     """Backend arguments (import: path; API: model, mode zero|few|rag, k, sampling, … — see docs/design/novbench.md)."""
+
+    @field_validator("args")
+    @classmethod
+    def _knobs(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return _check_knobs(v)
 
 
 class Price(Frozen):
@@ -74,8 +108,8 @@ class JudgeParams(Frozen):
     pair id). null: every pair. `novelty-audit stage judge --limit N` sets it for one run."""
     refresh: bool = False
     """Bypass every judge's call cache (drift checks); run the stage with --force."""
-    budget_usd: float | None = None
-    """Cap on the cost of new (uncached) API calls in one stage run; the run stops before exceeding it."""
+    budget_usd: float | None = Field(default=None, ge=0)
+    """Cap on the cost of new (uncached) API calls in one stage run; the run stops before exceeding it (0: no paid call)."""
     prices: dict[str, Price] = Field(default_factory=dict)
     """Model name → price; an API judge whose model has no price counts its calls as free."""
     progress: bool = True

@@ -41,11 +41,11 @@ class LLMSpec(Frozen):
     """Name of the environment variable holding the API key."""
     temperature: float = 0.0
     """Sampling temperature (output-affecting: in the cache key)."""
-    max_tokens: int = 1024
+    max_tokens: int = Field(default=1024, ge=1)
     """Completion budget (output-affecting: in the cache key)."""
-    timeout_s: float = 60.0
+    timeout_s: float = Field(default=60.0, gt=0)
     """Per-request timeout; not in the cache key."""
-    max_retries: int = 2
+    max_retries: int = Field(default=2, ge=0)
     """Retries on transport errors; not in the cache key."""
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from ..config import DuplicateKeyError, safe_load_unique
 from ..errors import BadInputError
 
 __all__ = ["RawPair", "read_pairs"]
@@ -45,7 +46,10 @@ def read_pairs(path: Path, fmt: str) -> list[RawPair]:
 
 def _read_yaml(path: Path) -> list[RawPair]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safe_load_unique(path.read_text(encoding="utf-8"))
+    except DuplicateKeyError as exc:
+        # A plain YAML load keeps the second entry and drops the first without a word.
+        raise BadInputError(f"{path}: {exc}", hint="every pair id (and every key inside a pair) must be unique: rename or remove one") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
