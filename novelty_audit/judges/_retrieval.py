@@ -97,8 +97,9 @@ class Retriever:
             for slot, idea in zip(slots, ideas) for r, d in enumerate(self.docs(idea))
         ]  # fmt: skip
 
-    def facts(self) -> dict[str, int]:
-        return {}
+    def facts(self) -> dict[str, Any]:
+        """For the run log: each corpus record left out, with its reason (their counts go to the stage summary)."""
+        return {"corpus_exclusions": self.exclusions.to_dicts()} if self.exclusions.height else {}
 
     def close(self) -> None:
         """Nothing to release (the S2 retriever closes its HTTP client)."""

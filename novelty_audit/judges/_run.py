@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -29,6 +30,7 @@ from ._base import (
     judges_row,
 )
 from ._build import Built
+from ._excluded import corpus_exclusion_lines, corpus_exclusions
 from ._prompts import JUDGE_TEMPLATE_PREFIXES
 
 __all__ = [
@@ -220,6 +222,10 @@ def run_judges(
     result.summary["skipped_judges"] = dict(built.skipped)
     if subset is not None:
         result.summary["subset"] = subset
+    corpora = corpus_exclusions(built.judges)
+    if corpora:  # corpus records no judge could use: counted here, each named in the run log; none: no entry
+        result.summary["corpus_exclusions"] = corpora
+        print(*corpus_exclusion_lines(corpora), sep="\n", file=sys.stderr)
     # Two groups, each asked in one go (one hook call, one fan-out): the judges that also run the probe pairs, and the rest.
     probing = [j for j in built.judges if runs_probe(jp, j)]
     others = [j for j in built.judges if not runs_probe(jp, j)]

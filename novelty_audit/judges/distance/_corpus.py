@@ -41,7 +41,7 @@ __all__ = [
 
 CORPUS_SUFFIXES = (".parquet", ".json", ".jsonl")
 CORPUS_SCHEMA = {"doc_id": pl.String, "title": pl.String, "abstract": pl.String, "year": pl.Int32, "date": pl.String}
-CORPUS_EXCLUSION_SCHEMA = {"file": pl.String, "record": pl.String, "field": pl.String, "reason": pl.String}
+CORPUS_EXCLUSION_SCHEMA = {"file": pl.String, "record": pl.String, "field": pl.String, "reason": pl.String, "kind": pl.String}
 
 _ID_FIELDS = ("id", "doc_id", "key")
 _DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
@@ -97,6 +97,9 @@ class CorpusExclusion:
     record: str
     field: str
     reason: str
+    kind: str
+    """The reason without the record's values (`missing`, `empty`, `not an ISO date`, `duplicate`): what
+    exclusions are counted by."""
 
 
 @dataclass(frozen=True)
@@ -179,8 +182,8 @@ class _Unparseable:
     error: str
 
 
-def _date_fields(rec: dict[str, Any]) -> tuple[int | None, str | None, str | None, str | None]:
-    """(year, ISO date or None, bad field, reason)."""
+def _date_fields(rec: dict[str, Any]) -> tuple[int | None, str | None, tuple[str, str, str] | None]:
+    """(year, ISO date or None, (bad field, reason, kind) or None)."""
     raw_date, raw_year = rec.get("date"), rec.get("year")
     if isinstance(raw_date, (datetime.date, datetime.datetime)):
         raw_date = raw_date.isoformat()
@@ -191,22 +194,22 @@ def _date_fields(rec: dict[str, Any]) -> tuple[int | None, str | None, str | Non
         try:
             year = int(str(raw_year).strip())
         except ValueError:
-            return None, None, "year", f"not a year: {raw_year!r}"
+            return None, None, ("year", f"not a year: {raw_year!r}", "not a year")
         if not 1000 <= year <= 9999:
-            return None, None, "year", f"not a four-digit year: {raw_year!r}"
+            return None, None, ("year", f"not a four-digit year: {raw_year!r}", "not a four-digit year")
     if raw_date not in (None, ""):
         m = _DATE.match(str(raw_date).strip())
         if not m:
-            return None, None, "date", f"not an ISO date (YYYY, YYYY-MM or YYYY-MM-DD): {raw_date!r}"
+            return None, None, ("date", f"not an ISO date (YYYY, YYYY-MM or YYYY-MM-DD): {raw_date!r}", "not an ISO date")
         y, mo, d = m.group(1), m.group(2), m.group(3)
         if mo and not 1 <= int(mo) <= 12 or d and not 1 <= int(d) <= 31:
-            return None, None, "date", f"month or day out of range: {raw_date!r}"
+            return None, None, ("date", f"month or day out of range: {raw_date!r}", "month or day out of range")
         if year is not None and year != int(y):
-            return None, None, "year", f"year {year} contradicts date {raw_date!r}"
-        return int(y), "-".join(p for p in (y, mo, d) if p), None, None
+            return None, None, ("year", f"year {year} contradicts date {raw_date!r}", "contradicts the date")
+        return int(y), "-".join(p for p in (y, mo, d) if p), None
     if year is None:
-        return None, None, "date", "neither date nor year is given"
-    return year, None, None, None
+        return None, None, ("date", "neither date nor year is given", "missing")
+    return year, None, None
 
 
 def load_corpus(path: str | Path, *, root: str | Path | None = None) -> Corpus:
@@ -227,10 +230,10 @@ def load_corpus(path: str | Path, *, root: str | Path | None = None) -> Corpus:
         names.append(name)
         for label, rec in _records(f):
             if isinstance(rec, _Unparseable):
-                excluded.append(CorpusExclusion(name, label, "*", f"not valid JSON: {rec.error}"))
+                excluded.append(CorpusExclusion(name, label, "*", f"not valid JSON: {rec.error}", "not valid JSON"))
                 continue
             if not isinstance(rec, dict):
-                excluded.append(CorpusExclusion(name, label, "*", f"not a record but {type(rec).__name__}"))
+                excluded.append(CorpusExclusion(name, label, "*", f"not a record but {type(rec).__name__}", "not a record"))
                 continue
             row, bad = _normalize_record(rec)
             if bad is not None:
@@ -238,7 +241,7 @@ def load_corpus(path: str | Path, *, root: str | Path | None = None) -> Corpus:
                 continue
             first = seen.get(row["doc_id"])
             if first is not None:
-                excluded.append(CorpusExclusion(name, label, "id", f"duplicate id {row['doc_id']!r} (first at {first})"))
+                excluded.append(CorpusExclusion(name, label, "id", f"duplicate id {row['doc_id']!r} (first at {first})", "duplicate"))
                 continue
             seen[row["doc_id"]] = f"{name} {label}"
             rows.append(row)
@@ -249,23 +252,26 @@ def load_corpus(path: str | Path, *, root: str | Path | None = None) -> Corpus:
     return Corpus(table=table, exclusions=exclusions, digest=digest_table(table), files=tuple(names))
 
 
-def _normalize_record(rec: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, str] | None]:
+def _normalize_record(rec: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, str, str] | None]:
+    """(canonical row, None) or ({}, (field, reason, kind))."""
     doc_id = next((rec[f] for f in _ID_FIELDS if rec.get(f) not in (None, "")), None)
     if doc_id is None:
-        return {}, ("id", "no id (id, doc_id or key)")
+        return {}, ("id", "no id (id, doc_id or key)", "missing")
     if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool):
-        return {}, ("id", f"id must be a string or integer, got {type(doc_id).__name__}")
+        return {}, ("id", f"id must be a string or integer, got {type(doc_id).__name__}", "not a string or integer")
     out: dict[str, Any] = {"doc_id": str(doc_id).strip()}
     for fld in ("title", "abstract"):
         value = rec.get(fld)
         if not isinstance(value, str):
-            return {}, (fld, "missing" if value is None else f"not a string but {type(value).__name__}")
+            if value is None:
+                return {}, (fld, "missing", "missing")
+            return {}, (fld, f"not a string but {type(value).__name__}", "not a string")
         clean = strip_html(value)
         if not clean:
-            return {}, (fld, "empty after stripping HTML and whitespace")
+            return {}, (fld, "empty after stripping HTML and whitespace", "empty")
         out[fld] = clean
-    year, date, bad_field, reason = _date_fields(rec)
-    if bad_field is not None:
-        return {}, (bad_field, reason or "")
+    year, date, bad = _date_fields(rec)
+    if bad is not None:
+        return {}, bad
     out["year"], out["date"] = year, date
     return out, None
