@@ -40,7 +40,7 @@ def test_missing_corpus_shards_fan_out_and_the_tables_equal_the_plain_stage(pref
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("prefect_dask")
     from flows.evaluate import evaluate
-    from novelty_audit.judges.distance import _shards, clear_memory_caches
+    from novelty_audit.judges.distance import EmbeddingCache, _shards, clear_memory_caches
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(_shards, "SHARD_TEXTS", 8)  # several shards from 48 texts (thread workers share the patch)
@@ -52,24 +52,44 @@ def test_missing_corpus_shards_fan_out_and_the_tables_equal_the_plain_stage(pref
         run_stage("judge")
     clear_memory_caches()
     import threading
+    from collections import Counter
 
+    import flows._fanout as fanout
     from novelty_audit.judges.distance import SentenceTransformerEmbedder
 
-    threads: list[str] = []
-    real = SentenceTransformerEmbedder._encode_uncached
+    # What was computed, not where or when: the shard jobs the flow's embed-shard tasks ran, and every text
+    # encoded (from any thread; a lock, since task threads append at once).
+    lock = threading.Lock()
+    jobs, encoded = [], Counter()
+    real_task_body, real_encode = fanout.embed_shard, SentenceTransformerEmbedder._encode_uncached
+
+    def task_body(job):
+        with lock:
+            jobs.append(job)
+        return real_task_body(job)
 
     def recorded(self, texts):
-        threads.append(threading.current_thread().name)
-        return real(self, texts)
+        with lock:
+            encoded.update(texts)
+        return real_encode(self, texts)
 
+    monkeypatch.setattr(fanout, "embed_shard", task_body)
     monkeypatch.setattr(SentenceTransformerEmbedder, "_encode_uncached", recorded)
+    def shards(project: Path) -> set[Path]:
+        return set((project / ".novelty-audit" / "cache" / "embeddings").rglob("corpus/*.shard.chk"))
+
+    before = shards(fanned)  # the project copy may bring other corpora's shards along
     summary = evaluate(project_dir=str(fanned), stages=["pin", "judge"], dvc_commit=False)
     assert summary.totals()["failed"] == 0
-    shards = sorted((fanned / ".novelty-audit" / "cache" / "embeddings").rglob("corpus/*.shard.chk"))
-    assert len(shards) > 2
-    # Each shard was embedded once, by a task on the runner's workers (the ideas, once, in the stage's own thread).
-    main = threading.main_thread().name
-    assert len([t for t in threads if t != main]) == len(shards) and threads.count(main) <= 1, threads
+    stored = shards(fanned) - before
+    # Every missing shard ran as one embed-shard task, once: the same shards the plain stage stored, each file
+    # holding the shard its task was given, and no corpus text encoded twice.
+    assert len(jobs) > 2, jobs
+    assert len({j.shard.digests for j in jobs}) == len(jobs), "a shard was computed twice"
+    assert {p.name for p in stored} == {p.name for p in shards(plain)} - {p.name for p in before}
+    assert {EmbeddingCache(j.cache_root).shard_path(j.model_id, j.shard.digests) for j in jobs} == stored
+    corpus_texts = [t for j in jobs for t in j.texts]
+    assert all(encoded[t] == 1 for t in corpus_texts), {t: encoded[t] for t in corpus_texts if encoded[t] != 1}
     for name in ("verdicts", "pointwise", "judges"):
         a = pl.read_parquet(plain / "artifacts" / "judge" / f"{name}.parquet")
         b = pl.read_parquet(fanned / "artifacts" / "judge" / f"{name}.parquet")

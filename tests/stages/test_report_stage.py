@@ -231,11 +231,14 @@ def test_every_chart_decodes_as_an_image_in_chromium(built, tmp_path):
     port = _free_port()
     driver = subprocess.Popen([str(CHROMEDRIVER), f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(100):
+        deadline = time.monotonic() + 120  # generous: chromedriver starts slowly on a busy machine
+        while True:
             try:
                 _wd(port, "GET", "/status")
                 break
             except OSError:
+                if time.monotonic() > deadline:
+                    raise
                 time.sleep(0.1)
         caps = {"capabilities": {"alwaysMatch": {"goog:chromeOptions": {
             "binary": str(CHROMIUM), "args": [*_FLAGS, f"--user-data-dir={tmp_path / 'wd-profile'}"]}}}}
