@@ -16,9 +16,10 @@ import polars as pl
 
 from ..artifacts import digest_obj
 from ..errors import BadInputError
-from ._model import AuditResult, Change, Diff, DocMove, Evidence, Membership, Outcome, TextDiff
+from ._explain import Lookup, RowView, explain, group_id, infer_corpus_changes, read_slots
+from ._model import AuditResult, Change, CorpusChange, Diff, DocMove, Evidence, Membership, Outcome, TextDiff
 
-__all__ = ["classify_changes", "config_knobs", "word_diff", "KEY", "KIND_KEYS"]
+__all__ = ["classify_changes", "config_knobs", "word_diff", "corpus_rows", "KEY", "KIND_KEYS"]
 
 KEY = ("dataset", "judge", "pair_id")
 KIND_KEYS: dict[str, tuple[str, str, str]] = {
@@ -57,13 +58,6 @@ def _parts(row: Mapping[str, Any]) -> dict[str, str]:
     if isinstance(raw, dict):
         return {str(k): v for k, v in raw.items()}
     return dict(orjson.loads(raw))
-
-
-def _docs(row: Mapping[str, Any]) -> list[dict[str, Any]]:
-    raw = row.get("evidence_docs")
-    if not raw:
-        return []
-    return list(orjson.loads(raw)) if isinstance(raw, (str, bytes)) else list(raw)
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -122,42 +116,6 @@ def _any_digest_moved(b: Mapping[str, Any], a: Mapping[str, Any]) -> bool:
         return list(v) if isinstance(v, (list, tuple)) else v
 
     return any(norm(b.get(c)) != norm(a.get(c)) for c in _DIGESTS)
-
-
-def _doc_moves(b: Mapping[str, Any], a: Mapping[str, Any]) -> list[DocMove]:
-    """Documents that entered or left the evidence; a document whose content changed counts as left + entered."""
-
-    def ident(d: Mapping[str, Any]) -> tuple[str, str, str]:
-        return (str(d.get("slot")), str(d.get("doc_id")), str(d.get("digest")))
-
-    before = {ident(d): d for d in _docs(b)}
-    after = {ident(d): d for d in _docs(a)}
-    entered = [after[k] for k in after if k not in before]
-    left = [before[k] for k in before if k not in after]
-    moves = []
-    for d, movement, side in [(d, "entered", "after") for d in entered] + [(d, "left", "before") for d in left]:
-        moves.append(
-            DocMove(
-                slot=str(d.get("slot")), movement=movement, doc_id=str(d.get("doc_id")), title=str(d.get("title") or d.get("doc_id")),  # type: ignore[arg-type]
-                year=d.get("year"), source=d.get("source"),
-                rank_before=d.get("rank") if side == "before" else None, rank_after=d.get("rank") if side == "after" else None,
-                similarity_before=d.get("similarity") if side == "before" else None,
-                similarity_after=d.get("similarity") if side == "after" else None,
-                # What entered now shapes the score (Yin: the one entering at rank 0 is the new nearest); when
-                # nothing entered, the departure decided it.
-                decisive=movement == "entered" or not entered,
-            )
-        )  # fmt: skip
-    if not moves:
-        # Nothing in or out: show how the kept documents moved (a refitted embedder, a changed cutoff), never decisive.
-        for k in after:
-            if k in before and (before[k].get("similarity"), before[k].get("rank")) != (after[k].get("similarity"), after[k].get("rank")):
-                d, o = after[k], before[k]
-                moves.append(DocMove(slot=str(d.get("slot")), movement="moved", doc_id=str(d.get("doc_id")),
-                                     title=str(d.get("title") or d.get("doc_id")), year=d.get("year"), source=d.get("source"),
-                                     rank_before=o.get("rank"), rank_after=d.get("rank"), similarity_before=o.get("similarity"),
-                                     similarity_after=d.get("similarity")))
-    return sorted(moves, key=lambda m: (m.slot, m.movement, m.rank_after if m.rank_after is not None else m.rank_before or 0))
 
 
 @dataclass(frozen=True)
@@ -219,25 +177,110 @@ class _View:
         return out
 
 
-def _group_id(ev: Evidence, b: Mapping[str, Any], a: Mapping[str, Any], view: _View, inputs: list[Diff]) -> str:
-    """Same evidence delta, same id: one document in or out (whatever slot or pair), one idea edit, one part move."""
-    if any(d.movement != "moved" for d in ev.docs):
-        delta: Any = ["docs", sorted({(d.movement, d.doc_id, d.title) for d in ev.docs if d.movement != "moved"})]
-    elif ev.text_diffs:
-        ds = a["dataset"]
-        delta = ["text", sorted({(t.idea_id or t.slot, digest_obj(view.texts_before.get((ds, t.idea_id or ""), "")),
-                                  digest_obj(view.texts_after.get((ds, t.idea_id or ""), ""))) for t in ev.text_diffs})]
-        if view.kind == "review":
-            delta = ["review-text", a.get("dataset"), a.get("judge"), a.get("paper_id")]
-    else:
-        def bare(name: str) -> str:
-            for p in ("idea_0_", "idea_1_"):
-                if name.startswith(p):
-                    return name[len(p):]
-            return name
+_CALL_COUNTS = ("n_valid", "n_invalid", "n_refusal", "n_error", "n_truncated")
 
-        delta = ["parts", sorted({(bare(d.name), str(d.before), str(d.after)) for d in inputs})]
-    return "g-" + digest_obj(delta)[:12]
+
+def _covered(row: Mapping[str, Any], kind: str) -> bool:
+    """The judge has this item: a verdict, or a call asked (an import judge's row for a pair its file has no vote on
+    is `none` with every count zero: not covered)."""
+    if kind == "review" or row.get(_VERDICT[kind]) != "none" or any(row.get(c) is None for c in _CALL_COUNTS):
+        return True
+    return sum(int(row[c]) for c in _CALL_COUNTS) > 0
+
+
+def _membership(kind: str, b_rows: dict, a_rows: dict) -> list[Membership]:
+    """Judges (or a judge's datasets) on one side only, counted by the distinct items they cover; none covered: no line."""
+    judges_b, judges_a = {k[1] for k in b_rows}, {k[1] for k in a_rows}
+    out = []
+    for change, only, rows in (("removed", judges_b - judges_a, b_rows), ("added", judges_a - judges_b, a_rows)):
+        for j in sorted(only):
+            n = sum(1 for k, r in rows.items() if k[1] == j and _covered(r, kind))
+            out.append(Membership(kind=kind, judge=j, change=change, verdicts=n))  # type: ignore[arg-type]
+    one_sided = judges_b ^ judges_a
+    combos_b = {(k[0], k[1]) for k in b_rows if k[1] not in one_sided}
+    combos_a = {(k[0], k[1]) for k in a_rows if k[1] not in one_sided}
+    for change, only, rows in (("removed", combos_b - combos_a, b_rows), ("added", combos_a - combos_b, a_rows)):
+        for ds, j in sorted(only):
+            n = sum(1 for k, r in rows.items() if (k[0], k[1]) == (ds, j) and _covered(r, kind))
+            out.append(Membership(kind=kind, judge=j, dataset=ds, change=change, verdicts=n))  # type: ignore[arg-type]
+    return out
+
+
+def _row_view(view: _View, b: Mapping[str, Any], a: Mapping[str, Any]) -> RowView:
+    ds = a["dataset"]
+    slots = dict(view.ideas(a))
+    names = {s: view.titles.get((ds, i), i) for s, i in slots.items()}
+    if view.kind == "pairwise":
+        sb = {"idea_0": b.get("score_0"), "idea_1": b.get("score_1")}
+        sa = {"idea_0": a.get("score_0"), "idea_1": a.get("score_1")}
+    elif view.kind == "pointwise":
+        sb, sa = {"idea": b.get("score")}, {"idea": a.get("score")}
+    else:
+        sb, sa = {}, {}
+
+    def text_digest(texts: Mapping[tuple[str, str], str], idea: str) -> str | None:
+        t = texts.get((ds, idea))
+        return None if t is None else digest_obj(t)
+
+    digests = {s: (text_digest(view.texts_before, i), text_digest(view.texts_after, i)) for s, i in slots.items()}
+    return RowView(kind=view.kind, slots=slots, names=names, scores_before=sb, scores_after=sa,
+                   text_diffs=view.text_diffs(b, a), text_digests=digests)
+
+
+class _Thresholds:
+    """Why a (dataset, judge)'s pointwise threshold moved: the causes of the score moves of its other ideas, and
+    the judged subset when the two runs scored different ideas."""
+
+    def __init__(self, view: _View, b_rows: dict, a_rows: dict):
+        self.view, self.b_rows, self.a_rows = view, b_rows, a_rows
+        self.memo: dict[tuple[str, str], list[list[Any]]] = {}
+
+    def atoms(self, ds: str, judge: str) -> list[list[Any]]:
+        if (ds, judge) not in self.memo:
+            keys_b = sorted(k[2] for k, r in self.b_rows.items() if k[:2] == (ds, judge) and r.get("score") is not None)
+            keys_a = sorted(k[2] for k, r in self.a_rows.items() if k[:2] == (ds, judge) and r.get("score") is not None)
+            out: list[list[Any]] = []
+            if keys_b != keys_a:
+                out.append(["subset", ds, digest_obj(keys_b), digest_obj(keys_a)])
+            for item in sorted(set(keys_b) & set(keys_a)):
+                b, a = self.b_rows[(ds, judge, item)], self.a_rows[(ds, judge, item)]
+                if b.get("score") == a.get("score"):
+                    continue
+                rv = _row_view(self.view, b, a)
+                sb, sa = read_slots(b).get("idea"), read_slots(a).get("idea")
+                tb, ta = rv.text_digests.get("idea", (None, None))
+                if tb != ta and None not in (tb, ta):
+                    atom: list[Any] = ["text", item, tb, ta]
+                elif sb is not None and sa is not None and sb.corpus != sa.corpus and sa.corpus is not None:
+                    atom = ["corpus", sb.corpus, sa.corpus]
+                elif sb is not None and sa is not None and sb.embedder != sa.embedder and sa.embedder is not None:
+                    atom = ["embedder", sb.embedder, sa.embedder]
+                else:
+                    continue
+                if atom not in out:
+                    out.append(atom)
+            self.memo[(ds, judge)] = out or [["threshold", ds, judge]]
+        return self.memo[(ds, judge)]
+
+
+def _label(atom: list[Any], ds: str, view: _View, corpus: Mapping[tuple[str, str], CorpusChange], docs: list[DocMove]) -> str:
+    kind = atom[0]
+    if kind == "text":
+        return f"text edited: {view.titles.get((ds, atom[1]), atom[1])}"
+    if kind == "corpus":
+        found = corpus.get((atom[1], atom[2]))
+        return found.label() if found else f"corpus changed ({str(atom[1])[:12]} → {str(atom[2])[:12]})"
+    if kind == "embedder":
+        return f"embedder changed: {atom[1]} → {atom[2]}"
+    if kind == "subset":
+        return f"{atom[1]}: the runs judged different ideas (judge.limit), so the median pointwise threshold moved"
+    if kind == "threshold":
+        return f"{atom[1]}: the pointwise threshold of {atom[2]} moved"
+    if kind == "docs":
+        keys = {tuple(k) for k in atom[2]}
+        titles = sorted({d.title for d in docs if (d.doc_id, d.digest or "") in keys and d.movement == atom[1]})
+        return f"{atom[1]}: " + "; ".join(f'"{t}"' for t in titles)
+    return "moved: " + (", ".join(atom[1]) or "evidence")
 
 
 def classify_changes(
@@ -254,6 +297,11 @@ def classify_changes(
     texts_before: Mapping[tuple[str, str], str] | None = None,
     texts_after: Mapping[tuple[str, str], str] | None = None,
     families: Mapping[tuple[str, str], str] | None = None,
+    probes: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    subset_before: Mapping[str, Any] | None = None,
+    subset_after: Mapping[str, Any] | None = None,
+    corpus: list[CorpusChange] | None = None,
+    lookup: Lookup | None = None,
 ) -> AuditResult:
     """Every changed verdict between two tables of one kind (pairwise | pointwise | review), with a cause.
 
@@ -261,11 +309,15 @@ def classify_changes(
     moved; knobs named from the judges' config JSON), `evidence` (evidence_digest moved; inputs
     named from evidence_parts), `harness` (code digest or call keys moved), `provider` (only the
     provider-reported model id moved), `spurious` (same call keys, inputs and provider model).
-    A judge with rows on one side only is one `membership` line, not a change per row.
-    `configs_*` map judge → config dict (judges.parquet), `titles`/`texts_*` (dataset, idea_id) → title/text.
-    `adjudications` is an `AdjudicationIndex` (or None): evidence changes take their status from the row
-    bound to their key, verdicts and evidence digests. `families` maps (probe dataset, pair id) → attack family:
+    A judge with rows on one side only is one `membership` line, not a change per row; a key missing from a side
+    whose judge stage judged a subset (`subset_before`/`subset_after`: the manifest summary's `subset`) is counted
+    in `not_judged`, not a change. `configs_*` map judge → config dict (judges.parquet), `titles`/`texts_*`
+    (dataset, idea_id) → title/text. `adjudications` is an `AdjudicationIndex` (or None): evidence changes take
+    their status from the row bound to their key, verdicts and evidence digests. `families` maps (probe dataset,
+    pair id) → attack family and `probes` to {family, template_id, position, attacked_idea_id, slot, injected}:
     an edited attack template moves its probes' idea texts, so their changes are `evidence` naming the family.
+    Every change whose evidence moved carries `evidence.decisive` in words (_explain); `corpus`: the corpus
+    changes inferred over all tables of the audit (default: from these two), `lookup`: (doc id, digest) → abstract.
     """
     from ._adjudicate import AdjudicationIndex
 
@@ -277,31 +329,28 @@ def classify_changes(
     if adjudications is not None and not isinstance(adjudications, AdjudicationIndex):
         raise TypeError("adjudications must be an AdjudicationIndex (index_adjudications(load_adjudications(path)))")
     index = adjudications or AdjudicationIndex([])
-    judges_b = {k[1] for k in b_rows}
-    judges_a = {k[1] for k in a_rows}
-    membership = [
-        Membership(kind=kind, judge=j, change=change, verdicts=sum(1 for k in rows if k[1] == j))  # type: ignore[arg-type]
-        for change, only, rows in (("removed", judges_b - judges_a, b_rows), ("added", judges_a - judges_b, a_rows))
-        for j in sorted(only)
-    ]
-    one_sided = {m.judge for m in membership}
-    # A dataset newly judged (or dropped) by a judge on both sides: one line as well, not a change per pair.
-    combos_b = {(k[0], k[1]) for k in b_rows if k[1] not in one_sided}
-    combos_a = {(k[0], k[1]) for k in a_rows if k[1] not in one_sided}
-    for change, only, rows in (("removed", combos_b - combos_a, b_rows), ("added", combos_a - combos_b, a_rows)):
-        for ds, j in sorted(only):
-            membership.append(Membership(kind=kind, judge=j, dataset=ds, change=change,  # type: ignore[arg-type]
-                                         verdicts=sum(1 for k in rows if (k[0], k[1]) == (ds, j))))
+    membership = _membership(kind, b_rows, a_rows)
+    one_sided = {m.judge for m in membership if m.dataset is None}
     one_sided_sets = {(m.dataset, m.judge) for m in membership if m.dataset is not None}
+    if corpus is None:
+        corpus = infer_corpus_changes(_corpus_rows(kind, view, b_rows, a_rows), lookup)
+    by_move = {(c.before or "", c.after or ""): c for c in corpus}
+    prefer = {d.doc_id for c in corpus for d in (*c.added, *c.removed, *c.edited)}
+    thresholds = _Thresholds(view, b_rows, a_rows)
+    subsets = {label: dict(s) for label, s in ((from_run, subset_before), (to_run, subset_after)) if s is not None}
     changes: list[Change] = []
     compared = 0
     quiet_moves = 0
+    not_judged = 0
 
     for key in sorted(set(b_rows) | set(a_rows)):
         ds, judge, item = key
         if judge in one_sided or (ds, judge) in one_sided_sets:
             continue
         b, a = b_rows.get(key), a_rows.get(key)
+        if (b is None and subset_before is not None) or (a is None and subset_after is not None):
+            not_judged += 1  # the run without it judged a subset: nothing about the item changed
+            continue
         present = a if a is not None else b
         assert present is not None
         ev_digests = (None if b is None else b.get("evidence_digest"), None if a is None else a.get("evidence_digest"))
@@ -312,7 +361,8 @@ def classify_changes(
                                  "config": [None if b is None else b.get("config_digest"), None if a is None else a.get("config_digest")]})[:16]
         common = {"id": cid, "kind": kind, "dataset": ds, "judge": judge, "pair": item, "titles": view.item_titles(present),
                   "ideas": tuple(i for _, i in view.ideas(present)), "gold": view.gold(present), "before": before_v, "after": after_v, "outcome_before": view.outcome(b),
-                  "outcome_after": view.outcome(a), "evidence_digests": ev_digests, "family": (families or {}).get((ds, item))}
+                  "outcome_after": view.outcome(a), "evidence_digests": ev_digests, "family": (families or {}).get((ds, item)),
+                  "probe": dict((probes or {})[(ds, item)]) if (ds, item) in (probes or {}) else None}
         if b is None or a is None:
             changes.append(
                 Change(**common, cause="dataset", status="not-adjudicable",
@@ -325,10 +375,13 @@ def classify_changes(
             continue
         inputs = _changed_inputs(b, a)
         evidence = None
+        explained = None
         if b.get("evidence_digest") != a.get("evidence_digest") or kind == "review":
-            evidence = Evidence(docs=_doc_moves(b, a), text_diffs=view.text_diffs(b, a))
-            if not evidence.docs and not evidence.text_diffs:
-                evidence = None
+            rv = _row_view(view, b, a)
+            explained = explain(rv, b, a, prefer=prefer, lookup=lookup,
+                                threshold_atoms=lambda ds=ds, judge=judge: thresholds.atoms(ds, judge),
+                                moved_parts=[d.name for d in inputs if d.name not in ("code", "call_keys", "provider_model")])
+            evidence = Evidence(docs=explained.docs, text_diffs=rv.text_diffs, decisive=explained.decisive, dropped=explained.dropped)
         if b.get("config_digest") != a.get("config_digest"):
             knobs = config_knobs((configs_before or {}).get(judge), (configs_after or {}).get(judge))
             if not knobs:
@@ -338,11 +391,13 @@ def classify_changes(
             continue
         names = {d.name for d in inputs}
         if names - {"code", "call_keys", "provider_model"}:
-            group = _group_id(evidence or Evidence(), b, a, view, [d for d in inputs if d.name not in ("code", "call_keys", "provider_model")])
+            assert explained is not None and evidence is not None
+            group = group_id(explained.atoms)
+            label = "; ".join(_label(x, ds, view, by_move, explained.docs) for x in explained.atoms)
             adj, unbound = index.lookup(ds, judge, item, str(before_v), str(after_v), ev_digests)
             status = adj.current.decision if adj else "unadjudicated"
-            changes.append(Change(**common, cause="evidence", inputs=inputs, evidence=evidence, group=group, status=status,
-                                  adjudication=adj, unbound=unbound))
+            changes.append(Change(**common, cause="evidence", inputs=inputs, evidence=evidence, group=group, group_label=label,
+                                  status=status, adjudication=adj, unbound=unbound))
         elif names & {"code", "call_keys"}:
             changes.append(Change(**common, cause="harness", inputs=inputs, evidence=evidence, status="not-adjudicable"))
         elif "provider_model" in names:
@@ -352,5 +407,27 @@ def classify_changes(
 
     return AuditResult(
         from_run=from_run, to_run=to_run, compared=compared, unchanged_with_changed_digests=quiet_moves, changes=changes,
-        membership=membership, datasets=sorted({k[0] for k in (*b_rows, *a_rows)}), judges=sorted(judges_a | judges_b),
+        membership=membership, datasets=sorted({k[0] for k in (*b_rows, *a_rows)}),
+        judges=sorted({k[1] for k in b_rows} | {k[1] for k in a_rows}), not_judged=not_judged, subsets=subsets, corpus=corpus,
     )
+
+
+def _corpus_rows(kind: str, view: _View, b_rows: dict, a_rows: dict) -> list[tuple[str, Any, Any, dict[str, str]]]:
+    """(judge, before row, after row, slot → idea id) of every key, for `infer_corpus_changes`."""
+    out = []
+    for key in sorted(set(b_rows) | set(a_rows)):
+        b, a = b_rows.get(key), a_rows.get(key)
+        present = a if a is not None else b
+        out.append((key[1], b, a, dict(view.ideas(present)) if kind != "review" else {}))
+    return out
+
+
+def corpus_rows(tables: list[tuple[str, pl.DataFrame | None, pl.DataFrame | None]]) -> list[tuple[str, Any, Any, dict[str, str]]]:
+    """`_corpus_rows` over several kinds' tables [(kind, before, after)]: the whole audit's evidence."""
+    out = []
+    for kind, tb, ta in tables:
+        if kind == "review" or tb is None or ta is None:
+            continue
+        view = _View(kind, {}, {}, {})
+        out.extend(_corpus_rows(kind, view, _records(tb, "before", kind), _records(ta, "after", kind)))
+    return out

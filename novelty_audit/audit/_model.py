@@ -17,8 +17,12 @@ __all__ = [
     "Diff",
     "Outcome",
     "DocMove",
+    "Decisive",
     "TextDiff",
     "Evidence",
+    "LeakageDrop",
+    "CorpusDoc",
+    "CorpusChange",
     "AdjudicationRecord",
     "Adjudication",
     "Change",
@@ -69,12 +73,14 @@ class Outcome(_Frozen):
 
 
 class DocMove(_Frozen):
-    """A document that entered or left the evidence a verdict rests on (neighbour set, retrieved documents)."""
+    """A document that entered or left the evidence a verdict rests on (neighbour set, retrieved documents), or
+    that the leakage filter dropped."""
 
     slot: str
     """idea_0 | idea_1 | idea: whose evidence it is."""
-    movement: Literal["entered", "left", "moved"]
-    """moved: the same document in both sets with another similarity or rank (listed only when none entered or left)."""
+    movement: Literal["entered", "left", "moved", "kept"]
+    """moved: the same document in both sets with another similarity, rank or density (listed when it matters);
+    kept: a leakage drop on both sides (listed in `Evidence.dropped` only)."""
     doc_id: str
     title: str
     year: int | None = None
@@ -85,6 +91,39 @@ class DocMove(_Frozen):
     similarity_after: float | None = None
     decisive: bool = False
     """It now decides the score: it entered (Yin: it is the new nearest neighbour), or, when nothing entered, it left."""
+    role: Literal["neighbour", "dropped"] = "neighbour"
+    """dropped: the leakage filter removed it for this idea (`reason`); its similarity is the cosine it was dropped at."""
+    reason: str | None = None
+    """For a dropped document: own-title | near-duplicate."""
+    density_before: float | None = None
+    density_after: float | None = None
+    """RND: the document's own kNN density on each side (when the judge recorded it)."""
+    digest: str | None = None
+    """sha256 of the document's text (title + abstract) as the judge saw it, on the side shown."""
+    abstract: str | None = None
+    """The document's abstract, when the corpus file still holds this very text (matched by its digest)."""
+
+
+class Decisive(_Frozen):
+    """One reason a verdict changed, in words, with what it names: a document in or out, a neighbour's density, a
+    similarity move, the pointwise threshold, an idea's text edit, or a score move too small to show."""
+
+    kind: Literal["document", "dropped", "density", "similarity", "threshold", "text", "score", "parts"]
+    text: str
+    """The reason as a person reads it, e.g. '"X" (2024, id d-7) entered Alpha's neighbours at rank 0 (similarity 0.93)'."""
+    slot: str | None = None
+    doc_id: str | None = None
+    title: str | None = None
+    year: int | None = None
+    before: float | None = None
+    after: float | None = None
+    """What moved: the density, similarity, threshold or score on each side."""
+    effect: float | None = None
+    """The score change it caused (RND: its share of the rank percentile), when it can be computed."""
+    abstract: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
 
 
 class TextDiff(_Frozen):
@@ -99,19 +138,20 @@ class TextDiff(_Frozen):
 
 
 class Evidence(_Frozen):
-    """What a person needs to decide an evidence change: documents in/out and text edits."""
+    """What a person needs to decide an evidence change: documents in/out, leakage drops, text edits and, first,
+    the decisive reasons in words (never empty on an `evidence` change)."""
 
     docs: list[DocMove] = Field(default_factory=list)
     text_diffs: list[TextDiff] = Field(default_factory=list)
-
-    @property
-    def decisive(self) -> list[DocMove]:
-        return [d for d in self.docs if d.decisive]
+    decisive: list[Decisive] = Field(default_factory=list)
+    dropped: list[DocMove] = Field(default_factory=list)
+    """Documents the judge's leakage filter dropped for these ideas (entered, left or kept on both sides)."""
 
     def public(self) -> dict[str, Any]:
         return {
             "docs": [d.model_dump() for d in self.docs],
-            "decisive": [{"slot": d.slot, "doc_id": d.doc_id, "title": d.title, "year": d.year} for d in self.decisive],
+            "decisive": [d.public() for d in self.decisive],
+            "dropped": [d.model_dump() for d in self.dropped],
             "text_diffs": [t.model_dump() for t in self.text_diffs],
         }
 
@@ -188,8 +228,14 @@ class Change(_Frozen):
     family: str | None = None
     """Injection-probe items: the attack family of the probe pair (instruction, authority, claim, format,
     length_control), read from the probe stage's probes table; None elsewhere."""
+    probe: dict[str, Any] | None = None
+    """Injection-probe items: {family, template_id, position, attacked_idea_id, slot, injected} — `injected` is the
+    text the probe added to the attacked idea (its text minus the clean idea's)."""
     group: str | None = None
-    """Evidence changes from the same evidence delta (one document entering many neighbour sets, one idea edit)."""
+    """Evidence changes from the same cause (one document added, removed or edited, one idea edit, one moved
+    threshold's cause): the id digests the cause, never a document that merely left."""
+    group_label: str | None = None
+    """The cause in words (shown for the group)."""
     status: Status
     adjudication: Adjudication | None = None
     unbound: list[AdjudicationRecord] = Field(default_factory=list)
@@ -224,6 +270,8 @@ class Change(_Frozen):
         }
         if self.family is not None:
             out["family"] = self.family
+        if self.probe is not None:
+            out["probe"] = dict(self.probe)
         if self.knobs is not None:
             out["knobs"] = [d.model_dump() for d in self.knobs]
         if self.inputs is not None:
@@ -244,6 +292,8 @@ class Membership(_Frozen):
     judge: str
     change: Literal["added", "removed"]
     verdicts: int
+    """Distinct items the judge covers (has a verdict or asked a call for), not rows: an import judge's rows for
+    pairs its file has no vote on are not counted."""
     dataset: str | None = None
     """None: the judge is on one side only; else the judge is on both sides but this dataset of it only on one."""
 
@@ -252,6 +302,58 @@ class Membership(_Frozen):
         if self.dataset is None:
             return f"judge {self.change}: {self.judge} ({self.verdicts} {noun})"
         return f"dataset {self.change} for judge {self.judge}: {self.dataset} ({self.verdicts} {noun})"
+
+
+class LeakageDrop(_Frozen):
+    """One judge's leakage filter dropping a changed corpus document."""
+
+    judge: str
+    reason: str
+    """near-duplicate | own-title"""
+    ideas: list[str]
+    """Idea ids it was dropped for."""
+    similarity: float | None = None
+    """The largest cosine it was dropped at."""
+
+
+class CorpusDoc(_Frozen):
+    """A corpus document added, removed or edited between the two sides, and what each judge did with it."""
+
+    doc_id: str
+    title: str
+    year: int | None = None
+    digest: str | None = None
+    abstract: str | None = None
+    dropped_by: list[LeakageDrop] = Field(default_factory=list)
+    """Judges whose leakage filter dropped it (the side where it is present)."""
+    kept_by: dict[str, int] = Field(default_factory=dict)
+    """judge → neighbour sets it is in (the side where it is present)."""
+
+
+class CorpusChange(_Frozen):
+    """The prior-work corpus of some distance judges changed (corpus digest before → after).
+
+    Which documents were added or removed is inferred from the documents the judges list (their neighbours and
+    leakage drops) and the corpus sizes they record: a document listed only after, by most neighbour sets, when
+    the corpus grew; an edited document keeps its id with another digest (exact)."""
+
+    before: str | None
+    after: str | None
+    judges: list[str]
+    docs_before: int | None = None
+    docs_after: int | None = None
+    added: list[CorpusDoc] = Field(default_factory=list)
+    removed: list[CorpusDoc] = Field(default_factory=list)
+    edited: list[CorpusDoc] = Field(default_factory=list)
+
+    def label(self) -> str:
+        """`corpus changed (3023 → 3024 documents): added "X" (id d-7)`."""
+        size = f" ({self.docs_before} → {self.docs_after} documents)" if self.docs_before is not None and self.docs_after is not None else ""
+        bits = []
+        for verb, docs in (("added", self.added), ("removed", self.removed), ("edited", self.edited)):
+            if docs:
+                bits.append(f"{verb} " + "; ".join(f'"{d.title}" (id {d.doc_id})' for d in docs[:5]) + (" …" if len(docs) > 5 else ""))
+        return f"corpus changed{size}" + (": " + ", ".join(bits) if bits else "")
 
 
 class Group(_Frozen):
@@ -298,6 +400,12 @@ class AuditResult(_Frozen):
     datasets: list[str] = Field(default_factory=list)
     judges: list[str] = Field(default_factory=list)
     """Datasets and judges present on either side (for validating adjudications)."""
+    not_judged: int = 0
+    """Items on one side only because the other run judged a subset (`judge.limit`): not changes, not compared."""
+    subsets: dict[str, Any] = Field(default_factory=dict)
+    """Run label → its judge stage's subset summary ({limit, seed, datasets}), for runs that judged a subset."""
+    corpus: list[CorpusChange] = Field(default_factory=list)
+    """Corpus changes of the distance judges, with the documents inferred added/removed/edited."""
 
     @property
     def summary(self) -> dict[str, int]:
@@ -317,18 +425,26 @@ class AuditResult(_Frozen):
             status: dict[str, int] = {}
             for ch in chs:
                 status[ch.status] = status.get(ch.status, 0) + 1
-            out.append(Group(id=gid, label=group_label(chs), changes=[c.id for c in chs], status=dict(sorted(status.items()))))
+            label = chs[0].group_label or group_label(chs)
+            if chs[0].group_label:
+                label = f"{label} ({len(chs)} change{'s' * (len(chs) != 1)})"
+            out.append(Group(id=gid, label=label, changes=[c.id for c in chs], status=dict(sorted(status.items()))))
         return out
 
     def change(self, change_id: str) -> Change | None:
         return next((c for c in self.changes if c.id == change_id), None)
 
     def to_json(self) -> dict[str, Any]:
-        """{from, to, summary: {cause: count}, membership, groups, filters, hidden, changes: [...]}."""
+        """{from, to, summary: {cause: count}, compared, not_judged, subsets, corpus, membership, groups, filters,
+        hidden, changes: [...]}."""
         return {
             "from": self.from_run,
             "to": self.to_run,
             "summary": self.summary,
+            "compared": self.compared,
+            "not_judged": self.not_judged,
+            "subsets": dict(self.subsets),
+            "corpus": [c.model_dump() | {"label": c.label()} for c in self.corpus],
             "membership": [m.model_dump() | {"line": m.line()} for m in self.membership],
             "groups": [g.model_dump() for g in self.groups],
             "filters": dict(self.filters),

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -19,7 +20,8 @@ import polars as pl
 from ..artifacts import MANIFEST_NAME, RunRecord, StageManifest, Store, digest_file, load_manifest
 from ..errors import ManifestMismatchError, NoveltyAuditError
 from ._adjudicate import index_adjudications, load_adjudications
-from ._classify import classify_changes
+from ._classify import classify_changes, corpus_rows
+from ._explain import infer_corpus_changes
 from ._model import KINDS, AuditResult
 
 __all__ = ["RunSide", "ledger_side", "current_side", "current_run_id", "latest_other_run", "audit", "audit_sides", "CURRENT",
@@ -153,6 +155,82 @@ def _families(store: Store, *sides: RunSide) -> dict[tuple[str, str], str]:
     return out
 
 
+def _injected(attacked: str | None, clean: str | None, position: str | None) -> str | None:
+    """The text a probe added to the clean idea (the probe stage joins them with a blank line)."""
+    if attacked is None or clean is None:
+        return None
+    sep = "\n\n"
+    if position == "prepend" and attacked.endswith(sep + clean):
+        return attacked[: -len(sep + clean)]
+    if attacked.startswith(clean + sep):
+        return attacked[len(clean + sep):]
+    return None
+
+
+def _probes(store: Store, *sides: RunSide) -> dict[tuple[str, str], dict[str, Any]]:
+    """(probe dataset, pair id) → {family, template_id, position, attacked_idea_id, slot, injected} (the after side
+    wins), `injected` being the attacked idea's text minus the clean idea's (the pin stage's text)."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for side in sides:
+        texts = _ideas(store, side)[1]
+        pairs = {}
+        for df in _tables(store, side.manifests.get("probe"), "pairs.parquet"):
+            pairs.update({(r["dataset"], r["pair_id"]): r for r in df.select("dataset", "pair_id", "idea_0", "idea_1").to_dicts()})
+        for df in _tables(store, side.manifests.get("probe"), "probes.parquet"):
+            for r in df.to_dicts():
+                attacked = r.get("attacked_idea_id")
+                pair = pairs.get((r["dataset"], r["pair_id"]), {})
+                slot = "idea_0" if pair.get("idea_0") == attacked else "idea_1" if pair.get("idea_1") == attacked else None
+                out[(r["dataset"], r["pair_id"])] = {
+                    "family": r.get("family"), "template_id": r.get("template_id"), "position": r.get("position"),
+                    "attacked_idea_id": attacked, "slot": slot,
+                    "injected": _injected(texts.get((r["dataset"], attacked)), texts.get((r.get("split"), r.get("clean_idea_id"))),
+                                          r.get("position")),
+                }  # fmt: skip
+    return out
+
+
+def _subset(side: RunSide) -> dict[str, Any] | None:
+    """The judge stage's subset summary ({limit, seed, datasets}) when the run judged a subset (judge.limit)."""
+    judge = side.manifests.get("judge")
+    got = None if judge is None else judge.summary.get("subset")
+    return dict(got) if isinstance(got, dict) else None
+
+
+class _Abstracts:
+    """(doc id, digest) → abstract, from the corpus files the two sides' distance judges name (their `corpus`
+    config), read when first asked. A document is matched by the digest of its text as the judge embedded it
+    (title + abstract), so an abstract shown is exactly the one that was judged; a corpus that cannot be read
+    gives none (the audit says the text is not available)."""
+
+    def __init__(self, configs: list[Mapping[str, Mapping[str, Any]]]):
+        self.paths = sorted({str(c["corpus"]) for cfgs in configs for c in cfgs.values() if isinstance(c.get("corpus"), str)})
+        self.index: dict[str, dict[str, str]] | None = None
+
+    def _load(self) -> dict[str, dict[str, str]]:
+        from ..artifacts import digest_bytes
+        from ..errors import NoveltyAuditError as _Err
+
+        index: dict[str, dict[str, str]] = {}
+        for path in self.paths:
+            if not Path(path).exists():
+                continue
+            try:
+                from ..judges.distance import load_corpus
+
+                corpus = load_corpus(path, root=Path.cwd())
+            except (_Err, OSError, ValueError):
+                continue
+            for doc_id, text, abstract in zip(corpus.table["doc_id"].to_list(), corpus.texts, corpus.table["abstract"].to_list()):
+                index.setdefault(doc_id, {})[digest_bytes(text.encode("utf-8"))] = abstract
+        return index
+
+    def __call__(self, doc_id: str, digest: str) -> str | None:
+        if self.index is None:
+            self.index = self._load()
+        return self.index.get(doc_id, {}).get(digest)
+
+
 def _titles(store: Store, side: RunSide) -> dict[tuple[str, str], str]:
     return _ideas(store, side)[0]
 
@@ -163,10 +241,9 @@ def audit_sides(store: Store, before: RunSide, after: RunSide, *, adjudications:
     titles_b, texts_b = _ideas(store, before)
     titles_a, texts_a = _ideas(store, after)
     index = index_adjudications(load_adjudications(adjudications))
-    common = dict(from_run=before.label, to_run=after.label, configs_before=_configs(store, before),
-                  configs_after=_configs(store, after), titles={**titles_b, **titles_a}, adjudications=index,
-                  texts_before=texts_b, texts_after=texts_a, families=_families(store, before, after))
-    parts = []
+    configs_b, configs_a = _configs(store, before), _configs(store, after)
+    lookup = _Abstracts([configs_b, configs_a])
+    tables = []
     for kind in KINDS:
         tb, ta = _kind_table(store, before, kind), _kind_table(store, after, kind)
         if tb is None and ta is None:
@@ -177,12 +254,19 @@ def audit_sides(store: Store, before: RunSide, after: RunSide, *, adjudications:
             assert present is not None
             empty = present.clear()
             tb, ta = (empty, ta) if tb is None else (tb, empty)
-        parts.append(classify_changes(tb, ta, kind=kind, **common))  # type: ignore[arg-type]
+        tables.append((kind, tb, ta))
+    corpus = infer_corpus_changes(corpus_rows(tables), lookup)
+    common = dict(from_run=before.label, to_run=after.label, configs_before=configs_b, configs_after=configs_a,
+                  titles={**titles_b, **titles_a}, adjudications=index, texts_before=texts_b, texts_after=texts_a,
+                  families=_families(store, before, after), probes=_probes(store, before, after),
+                  subset_before=_subset(before), subset_after=_subset(after), corpus=corpus, lookup=lookup)
+    parts = [classify_changes(tb, ta, kind=kind, **common) for kind, tb, ta in tables]  # type: ignore[arg-type]
     return AuditResult(
         from_run=before.label, to_run=after.label, compared=sum(r.compared for r in parts),
         unchanged_with_changed_digests=sum(r.unchanged_with_changed_digests for r in parts),
         changes=[c for r in parts for c in r.changes], membership=[m for r in parts for m in r.membership],
         datasets=sorted({d for r in parts for d in r.datasets}), judges=sorted({j for r in parts for j in r.judges}),
+        not_judged=sum(r.not_judged for r in parts), subsets=parts[0].subsets if parts else {}, corpus=corpus,
     )
 
 

@@ -357,7 +357,7 @@ def _evidence(r: dict[str, Any], n: int) -> tuple[str, str]:
     """The nearest prior work of idea 0 and idea 1, nearest first: from evidence_docs, else evidence_titles."""
     raw = r.get("evidence_docs")
     if raw and raw != "[]":
-        docs = orjson.loads(raw)
+        docs = [d for d in orjson.loads(raw) if not d.get("role")]  # a role: not a neighbour (a leakage drop, the score)
         out = []
         for slot in ("idea_0", "idea_1"):
             mine = sorted((d for d in docs if d.get("slot") == slot), key=lambda d: int(d.get("rank") or 0))[:n]

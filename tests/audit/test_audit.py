@@ -42,7 +42,8 @@ def test_an_edited_idea_text_lists_evidence_changes_only_on_pairs_holding_that_i
         ("idea_0_text", digest_obj("text of Alpha"), digest_obj("text of Alpha, rewritten"))
     ]
     js = res.to_json()
-    assert set(js) == {"from", "to", "summary", "membership", "groups", "filters", "hidden", "changes"}
+    assert set(js) == {"from", "to", "summary", "compared", "not_judged", "subsets", "corpus", "membership", "groups", "filters",
+                       "hidden", "changes"}
     assert js["summary"]["evidence"] == 2
     entry = js["changes"][0]
     assert {"dataset", "judge", "pair", "titles", "before", "after", "cause", "inputs", "status"} <= set(entry)

@@ -33,7 +33,8 @@ def test_audit_json_has_the_documented_shape_and_reads_the_adjudication_file(led
     res = cli("audit", "--json", cwd=ledger.root)
     assert res.returncode == 0, res.stderr
     doc = orjson.loads(res.stdout)
-    assert list(doc) == ["changes", "filters", "from", "groups", "hidden", "membership", "summary", "to"]
+    assert list(doc) == ["changes", "compared", "corpus", "filters", "from", "groups", "hidden", "membership", "not_judged", "subsets",
+                         "summary", "to"]
     assert doc["summary"]["evidence"] == 1
     (change,) = doc["changes"]
     assert change["titles"] == ["Gamma", "Delta"]

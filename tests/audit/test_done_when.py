@@ -68,10 +68,15 @@ def test_a_paraphrase_entering_the_corpus_is_decisive_and_a_decision_does_not_ca
     # The pointwise prediction of the same idea moved for the same reason, in the same group.
     point = next(c for c in audit["changes"] if c["kind"] == "pointwise" and c["pair"] == "i-far")
     assert point["group"] == change["group"] and point["evidence"]["decisive"][0]["title"] == "Weather sonification"
-    # The other idea's prediction flipped only because the median threshold moved: no document entered or left,
-    # so its kept neighbour is shown as moved and nothing is called decisive.
+    # The other idea's prediction flipped only because the median threshold moved (i-far's score fell): no
+    # document entered or left, its kept neighbour is shown as moved, and the threshold is what decides.
     other = next(c for c in audit["changes"] if c["kind"] == "pointwise" and c["pair"] == "i-close")
-    assert [d["movement"] for d in other["evidence"]["docs"]] == ["moved"] and other["evidence"]["decisive"] == []
+    assert [d["movement"] for d in other["evidence"]["docs"]] == ["moved"]
+    (why,) = other["evidence"]["decisive"]
+    assert why["kind"] == "threshold" and why["before"] > why["after"] and "other ideas' scores moved" in why["text"]
+    assert other["group"] == change["group"]  # one cause: the record added to the corpus
+    (group,) = audit["groups"]
+    assert 'added "Weather sonification" (id n1)' in group["label"]
 
     code, _, err = run_main("adjudicate", "toy", "yin-tfidf", "p-1", "--from", "i-far", "--to", "i-close",
                             "--decision", "incorrect", "--who", "ana", "--reason", "a paraphrase of the idea is not prior work")

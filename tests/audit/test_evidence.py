@@ -42,7 +42,13 @@ def test_a_new_nearest_document_is_named_as_decisive_evidence_with_year_and_simi
     ]
     assert [(d.title, d.similarity_before, d.decisive) for d in left] == [("Prior work near i-a", 0.5, False)]
     js = res.to_json()["changes"][0]
-    assert js["evidence"]["decisive"] == [{"slot": "idea_0", "doc_id": "d-new", "title": "Composing music from radar weather", "year": 2024}]
+    (why,) = js["evidence"]["decisive"]
+    assert {k: why[k] for k in ("kind", "slot", "doc_id", "title", "year", "after")} == {
+        "kind": "document", "slot": "idea_0", "doc_id": "d-new", "title": "Composing music from radar weather", "year": 2024,
+        "after": 0.93}
+    # Alpha's score fell from 0.5 to 0.07 (Beta's held): the new nearest neighbour of Alpha decides, in words.
+    assert why["text"] == ('"Composing music from radar weather" (2024, id d-new) entered Alpha\'s neighbours (at rank 0, '
+                           'similarity 0.9300); it is now the nearest prior work of Alpha')
     assert js["outcome_after"]["correct"] is False and js["gold_title"] == "Alpha"
     md = audit_markdown(res)
     assert 'decisive: "Composing music from radar weather" (2024) entered idea_0\'s evidence' in md

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import statistics
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -26,13 +27,29 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+import orjson
 import polars as pl
 from pydantic import Field, field_validator
 
 from ...artifacts import digest_bytes, digest_file, digest_obj
+from ...config import PinnedFile
 from ...errors import BadInputError, ConfigError, MissingDependencyError
 from ...params import Frozen
-from .._base import JUDGES, Idea, IdeaScore, Judge, JudgeContext, JudgeOutput, PairItem, PointItem, ScoreJudge, parse_args
+from .._base import (
+    JUDGES,
+    POSITIVE,
+    Idea,
+    IdeaScore,
+    Judge,
+    JudgeContext,
+    JudgeOutput,
+    PairItem,
+    PointItem,
+    ScoreJudge,
+    evidence_digest,
+    evidence_docs_json,
+    parse_args,
+)
 from . import _scores, _shards
 from ._cachefile import entry_path, read_entry, write_entry
 from ._corpus import Corpus, load_corpus, normalize_title
@@ -94,6 +111,9 @@ class DistanceArgs(Frozen):
     """Pointwise: POSITIVE when score ≥ threshold; None uses the median score of the dataset."""
     batch_size: int = Field(default=64, ge=1)
     """Encoding batch size (speed only; vectors are cached, so it never changes a stored result)."""
+    vectors: PinnedFile | None = None
+    """Shipped vectors (`novelty-audit embeddings build`) that pre-fill the embedding cache: refused unless the file
+    matches its sha256, used only where model id and texts match (speed only, so not in `config`)."""
 
     @field_validator("cutoff", mode="before")
     @classmethod
@@ -189,6 +209,7 @@ class DistanceJudge(ScoreJudge):
         self._corpus_vectors: Any = None
         self._drops: list[dict[str, Any]] = []
         self._drops_by_key: dict[str, list[dict[str, Any]]] = {}
+        self._scored: dict[str, IdeaScore] = {}
         self._facts: dict[str, Any] = {}
 
     def _check_corpus_size(self) -> None:
@@ -237,7 +258,7 @@ class DistanceJudge(ScoreJudge):
         return {"near_duplicate": self.args.near_duplicate, "own_title": self.args.own_title, "cutoff": self.args.cutoff}
 
     def input_files(self) -> list[Path]:
-        return [Path(self.args.corpus)]
+        return [Path(self.args.corpus), *([Path(self.args.vectors.path)] if self.args.vectors is not None else [])]
 
     def code_modules(self) -> tuple[str, ...]:
         return (*super().code_modules(), "novelty_audit.judges.distance._scores", "novelty_audit.judges.distance._corpus",
@@ -324,6 +345,7 @@ class DistanceJudge(ScoreJudge):
             doc_titles=self._norm_titles if a.own_title else None,
             near_duplicate=a.near_duplicate,
         )  # fmt: skip
+        mine = density = None
         if self.backend == "distance-yin":
             scores = yin_scores(nb)
         elif self.backend == "distance-knn":
@@ -332,7 +354,8 @@ class DistanceJudge(ScoreJudge):
             assert isinstance(a, RndArgs)
             mine = knn_scores(nb, k)
             ranked = type(nb)(nb.index[:, : a.neighbours], nb.cosine[:, : a.neighbours], [])
-            scores = rnd_scores(mine, ranked, self._doc_density(corpus_vecs, k, ranked.index))
+            density = self._doc_density(corpus_vecs, k, ranked.index)
+            scores = rnd_scores(mine, ranked, density)
 
         shared = {
             "corpus": self.corpus.digest,
@@ -344,23 +367,42 @@ class DistanceJudge(ScoreJudge):
             j = int(self._keep[d.doc])
             drops_by_idea.setdefault(d.idea, []).append(
                 {"judge": self.name, "doc_id": self._doc_ids[j], "title": self._titles[j],
-                 "reason": d.reason, "cosine": round(d.cosine, 6) if d.cosine is not None else None}
+                 "reason": d.reason, "cosine": round(d.cosine, 6) if d.cosine is not None else None, "row": j}
             )  # fmt: skip
         out: dict[str, IdeaScore] = {}
-        # evidence_docs: the neighbours the score uses (Yin: the nearest; kNN/RND: the k nearest), readable.
-        n_used = a.k if isinstance(a, KnnArgs) else 1
+        # evidence_docs: the neighbours the score uses (Yin: the nearest; kNN: the k nearest; RND: the k its own
+        # density averages and the m it is ranked among, each ranked one with its density), the leakage drops and
+        # one `score` entry, so the audit can name what moved a score (docs/design/tables.md). A readable view:
+        # the parts below digest the same facts, and verdicts and scores never read it.
+        n_used = max(a.k, a.neighbours) if isinstance(a, RndArgs) else a.k if isinstance(a, KnnArgs) else 1
+        m_ranked = a.neighbours if isinstance(a, RndArgs) else 0
         years = self.corpus.table["year"].to_list()
         texts = self.corpus.texts
+        model_id = self.embedder.model_id
 
-        def used_docs(row: list[int], cos: list[float]) -> tuple[dict[str, Any], ...]:
-            return tuple(
-                {"rank": r, "doc_id": self._doc_ids[j], "digest": digest_bytes(texts[j].encode("utf-8")),
-                 "title": self._titles[j], "year": years[j], "similarity": c, "source": "corpus"}
-                for r, (j, c) in enumerate(zip(row[:n_used], cos[:n_used]))
-            )  # fmt: skip
+        def entry(j: int, rank: int, similarity: float | None) -> dict[str, Any]:
+            return {"rank": rank, "doc_id": self._doc_ids[j], "digest": digest_bytes(texts[j].encode("utf-8")),
+                    "title": self._titles[j], "year": years[j], "similarity": similarity, "source": "corpus"}
+
+        def evidence_docs(i: int, adm: list[int], cos: list[float], drops: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+            used = []
+            for r, (jj, c) in enumerate(zip(adm[:n_used], cos[:n_used])):
+                e = entry(int(self._keep[jj]), r, c)
+                if density is not None and r < m_ranked:
+                    e["density"] = round(float(density[jj]), 6)
+                used.append(e)
+            ordered = sorted(drops, key=lambda d: (-(d["cosine"] if d["cosine"] is not None else -np.inf), d["doc_id"]))
+            dropped = [{**entry(d["row"], r, d["cosine"]), "role": "dropped", "reason": d["reason"]} for r, d in enumerate(ordered)]
+            score = {"rank": 0, "doc_id": "", "digest": "", "title": "", "year": None, "similarity": None, "source": "judge",
+                     "role": "score", "score": float(scores[i]) if np.isfinite(scores[i]) else None,
+                     "corpus": self.corpus.digest, "corpus_docs": len(self.corpus), "embedder": model_id}  # fmt: skip
+            if mine is not None:
+                score["density"] = float(mine[i]) if np.isfinite(mine[i]) else None
+            return (*used, *dropped, score)
 
         for i, (key, idea) in enumerate(zip(keys, ideas)):
-            row = [int(self._keep[j]) for j in nb.index[i] if j >= 0]
+            adm = [int(j) for j in nb.index[i] if j >= 0]
+            row = [int(self._keep[j]) for j in adm]
             cos = [round(float(c), 6) for c in nb.cosine[i] if np.isfinite(c)]
             drops = drops_by_idea.get(i, [])
             parts = {
@@ -375,15 +417,17 @@ class DistanceJudge(ScoreJudge):
                 score=s if np.isfinite(s) else None,
                 evidence_titles=tuple(self._titles[j] for j in row[: a.evidence_n]),
                 evidence_parts=parts,
-                evidence_docs=used_docs(row, cos),
+                evidence_docs=evidence_docs(i, adm, cos, drops),
             )
-            self._drops_by_key[key] = drops
+            self._drops_by_key[key] = [{k: v for k, v in d.items() if k != "row"} for d in drops]
+        self._scored.update(out)
         self._facts = {
             "corpus_docs": len(self.corpus),
             "corpus_excluded_records": self.corpus.exclusions.height,
             "corpus_exclusions": self.corpus.exclusions.to_dicts(),
             "after_cutoff_dropped": int(self._after.sum()),
             "embedder_model_id": self.embedder.model_id,
+            **({"shipped_vectors": self.embedder.shipped_facts} if getattr(self.embedder, "shipped_facts", None) else {}),
             "texts_encoded": _encoded(self.embedder) - before,
             "ideas_without_neighbour": int(np.sum(~np.isfinite(scores))),
             "seconds": round(time.perf_counter() - started, 4),
@@ -391,8 +435,9 @@ class DistanceJudge(ScoreJudge):
         return out
 
     def judge(self, pairs: Sequence[PairItem], points: Sequence[PointItem]) -> JudgeOutput:
-        self._drops, self._drops_by_key, self._facts = [], {}, {}
+        self._drops, self._drops_by_key, self._scored, self._facts = [], {}, {}, {}
         out = super().judge(pairs, points)
+        self._record_thresholds(points, out.pointwise)
         # Drops were found per scored text; list them for every idea id holding that text.
         seen: set[Idea] = set()
         listed: set[tuple[str, str]] = set()
@@ -409,6 +454,38 @@ class DistanceJudge(ScoreJudge):
             reasons[d["reason"]] = reasons.get(d["reason"], 0) + 1
         out.facts.update(self._facts, leakage_drops_by_reason=dict(sorted(reasons.items())), leakage_drops=list(self._drops))
         return out
+
+    def _record_thresholds(self, points: Sequence[PointItem], rows: list[dict[str, Any]]) -> None:
+        """Name the cut each pointwise prediction was made at, in the row's `score` evidence entry.
+
+        The default cut is the median score of the dataset's pointwise ideas in this run, so a prediction can flip
+        while the idea's own evidence holds (another idea's score moved, or `--limit` judged other ideas). That
+        median is then part of the row's evidence (part `threshold`, so such a flip is an `evidence` change, never
+        `spurious`); a fixed `threshold` is config. Verdicts and scores are the base class's, untouched.
+        """
+        by_dataset: dict[str, list[float]] = {}
+        for pt, row in zip(points, rows, strict=True):
+            if row["score"] is not None:
+                by_dataset.setdefault(pt.dataset, []).append(row["score"])
+        for pt, row in zip(points, rows, strict=True):
+            if row["score"] is None:
+                continue
+            fixed = self.threshold is not None
+            cut = float(self.threshold) if fixed else statistics.median(by_dataset[pt.dataset])
+            if (row["predicted"] == POSITIVE) != (row["score"] >= cut):
+                raise RuntimeError(f"judge {self.name}: idea {pt.idea.idea_id}: the recorded cut {cut} does not give its prediction")
+            scored = self._scored[self.score_key(pt.idea)]
+            parts = {"idea_text": digest_bytes(pt.idea.text.encode("utf-8")), **scored.evidence_parts}
+            if evidence_digest(parts) != row["evidence_digest"]:
+                raise RuntimeError(f"judge {self.name}: idea {pt.idea.idea_id}: its evidence parts cannot be rebuilt")
+            if not fixed:
+                parts["threshold"] = digest_obj({"median": f"{cut:.7f}", "of": len(by_dataset[pt.dataset])})
+                row["evidence_digest"] = evidence_digest(parts)
+            docs = orjson.loads(row["evidence_docs"])
+            for d in docs:
+                if d.get("role") == "score":
+                    d.update(threshold=cut, threshold_from="fixed" if fixed else "median", threshold_of=len(by_dataset[pt.dataset]))
+            row["evidence_docs"] = evidence_docs_json(docs)
 
     def leakage_table(self) -> pl.DataFrame:
         """Every neighbour the leakage filter dropped in the last `judge` call (one row per idea × document)."""
@@ -474,6 +551,9 @@ def _encoded(embedder: Any) -> int:
 
 def _build(ctx: JudgeContext, backend: str, model: type[DistanceArgs], args: dict[str, Any]) -> Judge:
     cfg = parse_args(model, args, ctx)
+    if cfg.embedder == "tfidf" and cfg.vectors is not None:
+        raise ConfigError(f"params.yaml judge.judges.{ctx.name}.args.vectors: shipped vectors are sentence-transformers vectors; "
+                          "TF-IDF fits its own", hint="remove args.vectors from this judge")  # fmt: skip
     if cfg.embedder == "tfidf":
         t = cfg.tfidf
         embedder: Any = TfidfEmbedder(max_features=t.max_features, ngram_max=t.ngram_max, min_df=t.min_df,
@@ -485,7 +565,8 @@ def _build(ctx: JudgeContext, backend: str, model: type[DistanceArgs], args: dic
             raise MissingDependencyError(f"judge {ctx.name}: the optional dependency 'sentence-transformers' is not installed",
                                          hint="pip install 'novelty-audit[embed]' (or use embedder: tfidf)")
         embedder = SentenceTransformerEmbedder(cfg.model, revision=cfg.revision, cache=embedding_cache(ctx.cache_dir),
-                                               batch_size=cfg.batch_size)
+                                               batch_size=cfg.batch_size, shipped=cfg.vectors,
+                                               shipped_where=f"params.yaml judge.judges.{ctx.name}.args.vectors")  # fmt: skip
     return DistanceJudge(ctx, backend, cfg, embedder)
 
 
