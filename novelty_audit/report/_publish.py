@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ..artifacts import StageManifest, atomic_write_bytes, publish_copy, write_json
 from ..errors import ManifestMismatchError
 from ._build import AUDIT_FILES
+from ._decisions import DECISIONS_KEY, with_decisions
 
 if TYPE_CHECKING:
     from ..params import Params
@@ -36,8 +37,8 @@ def publish_report(manifest: StageManifest, out_dir: Path, publish_dir: Path) ->
 
 
 def write_latest_audit(params: Params, publish_dir: Path) -> Path:
-    """audit.md and audit.json: the previous ledger run → the current stage outputs."""
-    from ..audit import audit_since_last_run
+    """audit.md and audit.json: the previous ledger run → the current stage outputs, with the decisions per judge."""
+    from ..audit import audit_since_last_run, decisions_per_judge
 
     publish_dir = Path(publish_dir)
     md_name, json_name = AUDIT_FILES
@@ -56,6 +57,7 @@ def write_latest_audit(params: Params, publish_dir: Path) -> Path:
         atomic_write_bytes(publish_dir / md_name, text.encode("utf-8"))
         write_json(publish_dir / json_name, None)
         return publish_dir / md_name
-    atomic_write_bytes(publish_dir / md_name, report.markdown.encode("utf-8"))
-    write_json(publish_dir / json_name, report.result.to_json())
+    tally = decisions_per_judge(report.result)
+    atomic_write_bytes(publish_dir / md_name, with_decisions(report.markdown, tally).encode("utf-8"))
+    write_json(publish_dir / json_name, {**report.result.to_json(), DECISIONS_KEY: tally})
     return publish_dir / md_name

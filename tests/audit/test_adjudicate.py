@@ -9,17 +9,19 @@ import csv
 import re
 import threading
 from datetime import datetime, timezone
+from pathlib import Path
 
 import orjson
 import pytest
 from worlds import DocLedger, DocWorld, doc, write_params
 
-from novelty_audit.artifacts import digest_file, published_records
+from novelty_audit.artifacts import declared_stages, digest_file, published_records
 from novelty_audit.audit import append_adjudication, audit_project, decisions_per_judge, load_adjudications
 from novelty_audit.errors import BadInputError
 from novelty_audit.metrics import read_verdict_file
 
 ADJ = "data/adjudications.csv"
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -131,6 +133,35 @@ def test_adjudicate_refreshes_the_published_audit_and_its_recorded_digest(projec
     assert {c["pair"]: c["status"] for c in doc_json["changes"]} == {"p-ab": "incorrect", "p-ac": "unadjudicated"}
     recorded = published_records(project.root / "artifacts")["report"]
     assert recorded["reports/audit.md"]["sha256"] == digest_file(reports / "audit.md")
+    # The decisions per judge, near the top of audit.md and in audit.json.
+    assert md.index("## Decisions per judge") < md.index("## Changes")
+    assert "| judge-x | 0 | 1 | 0 | 1 |" in md
+    assert doc_json["decisions_per_judge"] == {"judge-x": {"correct": 0, "incorrect": 1, "unclear": 0, "open": 1}}
+
+
+def _tree(root) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file() and ".novelty-audit" not in p.parts}
+
+
+def test_a_decision_writes_no_file_dvc_tracks_so_dvc_status_stays_clean(project, run_main):
+    """DVC compares the md5 of every dep and out in dvc.lock: a decision must change none of them. It writes the
+    adjudication file, reports/audit.* and their publish records, none declared in the project's dvc.yaml."""
+    before = DocWorld()
+    project.record(before)
+    project.record(_arrival(before, "Weather sonification", "n1"))
+    reports = project.root / "reports"
+    reports.mkdir()
+    (reports / "audit.md").write_text("stale\n")
+    (reports / "audit.json").write_text("{}\n")
+    old = _tree(project.root)
+    code, _, err = _decide(run_main, "human-only", "judge-x", "p-ab", "--from", "i-a", "--to", "i-b")
+    assert code == 0, err
+    new = _tree(project.root)
+    written = sorted(p for p in new if old.get(p) != new[p])
+    assert "data/adjudications.csv" in written and "reports/audit.md" in written
+    declared = [p for stage in declared_stages(REPO / "dvc.yaml").values() for p in (*stage.deps, *stage.outs)]
+    tracked = [(w, d) for w in written for d in declared if w == d.rstrip("/") or w.startswith(d.rstrip("/") + "/")]
+    assert tracked == [], f"a decision rewrote files DVC tracks: {tracked}"
 
 
 # ---- every field bounded and checked; the file stays readable ----------------------------------------------------

@@ -3,7 +3,8 @@
 - the text of Beta (i-b) is edited: judge-x flips p-ab (evidence, a group of one);
 - judge-y's model changes: judge-y flips p-ab (config, not adjudicable);
 - a near-paraphrase of Alpha enters the prior-work corpus: the distance judge judge-yin flips p-ad (evidence,
-  with the entering document as decisive evidence and the scores before and after)."""
+  with the entering document as decisive evidence and the scores before and after).
+`many_runs` builds the page at real size: 500 evidence changes in groups of 7, and 3 config changes."""
 
 from __future__ import annotations
 
@@ -86,6 +87,34 @@ def two_runs(root: Path) -> Ledger:
     ledger.record(before)
     ledger.record(after)
     return ledger
+
+
+def many_runs(root: Path, n: int = 500, per_group: int = 7) -> Ledger:
+    """Two runs with `n` evidence changes of judge-x in groups of `per_group` (each group: one edited idea shared by
+    its pairs) and 3 config changes of judge-y (not adjudicable): the page at real size and beyond."""
+    ledger = Ledger(root)
+    (root / "params.yaml").write_text(PARAMS)
+    pairs = {f"p-{k:03d}": (f"i-a{k // per_group:02d}", f"i-b{k:03d}") for k in range(n)}
+    texts = {i: f"text of {i}" for ideas in pairs.values() for i in ideas}
+    verdicts = {("judge-x", p): a for p, (a, _) in pairs.items()}
+    verdicts.update({("judge-y", p): pairs[p][0] for p in list(pairs)[:3]})
+    before = World(texts=texts, configs={**World().configs, "judge-y": JUDGE_Y}, verdicts=verdicts, pairs=pairs)
+    after = before.edit(
+        texts={i: t + ", rewritten" if i.startswith("i-a") else t for i, t in texts.items()},
+        configs={**before.configs, "judge-y": {**JUDGE_Y, "model": "m-2"}},
+        verdicts={key: pairs[key[1]][1] for key in verdicts},
+    )
+    ledger.record(before)
+    ledger.record(after)
+    return ledger
+
+
+@pytest.fixture
+def big_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project with 500 evidence changes (72 groups) and 3 config changes; the working directory for the test."""
+    many_runs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
 @pytest.fixture
