@@ -108,7 +108,8 @@ def _check_decision(decision: str, who: str, reason: str) -> tuple[str, str]:
     """(reason, who) as they will be stored; checked before the (slow) audit so bad input fails at once."""
     if decision not in DECISIONS:
         raise BadInputError(f"decision '{decision}' is not one of {', '.join(DECISIONS)}",
-                            hint="choose one: Enter alone never picks a decision")
+                            hint="--decision on the command line; on the review page a button or the key c, x or u "
+                                 "(Enter alone never picks one)")
     if not who.strip():
         raise BadInputError("--who is empty: say who decided")
     return check_field("reason", reason), check_field("who", who.strip())

@@ -146,7 +146,7 @@ def test_without_scripts_a_form_post_redirects_back_and_an_error_is_a_page(clien
         first = re.search(r"<button[^>]*>", f).group()
         assert 'type="submit"' in first and "name=" not in first, first
     enter = client.post("/adjudicate", data={k: v for k, v in form.items() if k != "decision"}, follow_redirects=False)
-    assert enter.status_code == 400 and "Enter alone never picks a decision" in enter.text
+    assert enter.status_code == 400 and "Enter alone never picks one" in enter.text
     assert len(rows(project)) == 2
 
 
