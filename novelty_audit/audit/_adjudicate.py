@@ -110,7 +110,8 @@ def _csv_rows(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
     try:
         header = next((r for r in reader if r), [])
     except csv.Error as exc:
-        raise BadInputError(f"{path}: the header line cannot be read ({exc})", hint=f"it must be: {','.join(ADJUDICATION_FIELDS)}") from None
+        raise BadInputError(f"{path}: the header line cannot be read ({exc})",
+                            hint=f"it must be: {','.join(ADJUDICATION_FIELDS)}") from None
     missing = [f for f in LEGACY_FIELDS if f not in header]
     if missing:
         raise BadInputError(

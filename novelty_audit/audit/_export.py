@@ -163,7 +163,8 @@ def export_adjudications(
         raise BadInputError(
             f"no decided evidence change with a reference label in the audit {result.from_run} → {result.to_run}"
             + (f" ({len(excluded)} decided without one)" if excluded else ""),
-            hint="decide changes first (novelty-audit review, or novelty-audit adjudicate), or pick the audited runs with --from-run/--to-run",
+            hint="decide changes first (novelty-audit review, or novelty-audit adjudicate), "
+                 "or pick the audited runs with --from-run/--to-run",
         )
     atomic_write_bytes(out, data)
     return AdjudicationExport(

@@ -71,7 +71,9 @@ class _Review:
     def audit(self, from_run: str | None, to_run: str | None, filters: Mapping[str, str]) -> dict[str, Any]:
         return self.audit_and_tally(from_run, to_run, filters)[0]
 
-    def audit_and_tally(self, from_run: str | None, to_run: str | None, filters: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, dict[str, int]]]:
+    def audit_and_tally(
+        self, from_run: str | None, to_run: str | None, filters: Mapping[str, str]
+    ) -> tuple[dict[str, Any], dict[str, dict[str, int]]]:
         """(the audit JSON, decisions per judge over the changes shown)."""
         active = {k: v for k, v in filters.items() if v}
         report = lib.audit_project(self.params, from_run or None, to_run or None,
@@ -108,8 +110,8 @@ class _Review:
         view = layout(result, number)
         selected = {"from": from_run, "to": to_run, **filters}
 
-        def page_link(n: int, anchor: str = "") -> str:
-            return _page_url({**selected, "page": str(n) if n > 1 else ""}) + anchor
+        def page_link(n: int) -> str:
+            return _page_url({**selected, "page": str(n) if n > 1 else ""})
 
         here = page_link(view.number)
         html = self.templates.get_template("page.html.j2").render(

@@ -171,3 +171,11 @@ def served(project: Path):
     server = Served(project)
     yield server
     server.stop()
+
+
+@pytest.fixture
+def big_served(big_project: Path):
+    """The review server over the 500-change project."""
+    server = Served(big_project)
+    yield server
+    server.stop()

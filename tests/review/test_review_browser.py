@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from browser import WAIT, chrome, needs_browser
-from conftest import Served
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "review.png"
 
@@ -188,13 +187,6 @@ def test_x_and_u_then_a_reason_and_enter_record_incorrect_and_unclear_never_corr
     wait.until(lambda d: browser.find_element(By.CSS_SELECTOR, f'article.change[data-change="{second}"]').get_attribute("data-status") == "unclear")
     assert [(r["decision"], r["reason"], r["who"]) for r in rows(served.root)] == [
         ("incorrect", "the new text leaks the method", "ana"), ("unclear", "cannot tell from the abstract", "ana")]
-
-
-@pytest.fixture
-def big_served(big_project: Path):
-    server = Served(big_project)
-    yield server
-    server.stop()
 
 
 def test_500_changes_in_pages_j_and_k_walk_across_them_and_the_current_card_is_never_under_the_bar(big_served, tmp_path, monkeypatch):
