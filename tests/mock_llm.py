@@ -9,6 +9,7 @@ the prompt text:
     mock.add_rule("JUNK", "malformed")                 # a completion with no readable verdict
     mock.add_rule("NOPE", "refusal")                   # message.refusal set (anthropic: stop_reason refusal)
     mock.add_rule("HANG", "timeout", hang_s=2.0)       # answers after the client has given up
+    mock.add_rule("ECHO", "500", message="...")        # a 429/500 whose error message is this text
     mock.add_rule("CUT", "length")                     # the answer cut at max_tokens (finish_reason length)
 
 Malformed HTTP 200 bodies (each must be a retried fault for the client, never a crash):
@@ -18,6 +19,10 @@ wrong JSON type), `bad_body` (`{not json`). `drop` closes the connection without
 
 `stop()` then `start()` again serves on the same port (a restarted server); while stopped, nothing
 listens there, so connections are refused.
+
+`hold(after=n)` keeps every request after the first n unanswered (the connection open, nothing sent back)
+until `release()`; `hold()` without a release is an endpoint that accepts connections and never answers.
+Each request records its arrival time (`at`, time.monotonic) and, once answered, `answered_at`.
 
 Every request is recorded (path, headers, JSON body). Run standalone for benchmarks (its own process,
 so it does not share the client's interpreter lock):
@@ -31,6 +36,7 @@ import argparse
 import asyncio
 import socket
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,6 +69,8 @@ class Rule:
     """Apply only to the first `times` requests of each distinct request body; None: always."""
     retry_after: float | None = None
     hang_s: float = 5.0
+    message: str | None = None
+    """The error message of a 429/500 (None: a fixed one)."""
     seen: Counter = field(default_factory=Counter)
 
 
@@ -71,6 +79,13 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)
+    """Arrival time (time.monotonic of the test's process)."""
+    answered_at: float | None = None
+    """When the answer was handed to the server (None: not answered, e.g. held or dropped)."""
+
+
+_RECORDED = web.RequestKey("recorded", Recorded)
 
 
 def _prompt_text(body: dict[str, Any]) -> str:
@@ -164,6 +179,9 @@ class MockLLM(LoopbackServer):
         self.reported_model: str | None = None
         """The model id responses report (provider-side snapshot); None: `mock-<requested model>`."""
         self._lock = threading.Lock()
+        self._hold_after: int | None = None
+        self._holding = 0
+        self._released = threading.Event()
 
     @property
     def base_url(self) -> str:
@@ -177,10 +195,32 @@ class MockLLM(LoopbackServer):
     def count(self) -> int:
         return len(self.requests)
 
-    def add_rule(self, match: str, fault: str, *, times: int | None = None, retry_after: float | None = None, hang_s: float = 5.0) -> None:
+    def add_rule(
+        self, match: str, fault: str, *, times: int | None = None, retry_after: float | None = None, hang_s: float = 5.0, message: str | None = None
+    ) -> None:
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; known: {FAULTS}")
-        self.rules.append(Rule(match, fault, times, retry_after, hang_s))
+        self.rules.append(Rule(match, fault, times, retry_after, hang_s, message))
+
+    def hold(self, after: int = 0) -> None:
+        """Leave every request after the first `after` (counted from the start or the last reset) unanswered
+        until `release()`: the connection stays open and nothing comes back, as from a hung server."""
+        self._released.clear()
+        self._hold_after = after
+
+    def release(self) -> None:
+        """Answer the held requests (and the ones that come later)."""
+        self._released.set()
+
+    @property
+    def held(self) -> int:
+        """Requests waiting for `release()` now."""
+        with self._lock:
+            return self._holding
+
+    def stop(self) -> None:
+        self._released.set()  # held requests end with the server, not as tasks destroyed while pending
+        super().stop()
 
     def reset(self) -> None:
         with self._lock:
@@ -188,6 +228,7 @@ class MockLLM(LoopbackServer):
             self.body_seen.clear()
             self.rules.clear()
             self.max_inflight = 0
+            self._hold_after = None
 
     # -- server -----------------------------------------------------------------------------------
     def _fault_for(self, text: str, key: bytes) -> Rule | None:
@@ -206,7 +247,11 @@ class MockLLM(LoopbackServer):
             self.inflight += 1
             self.max_inflight = max(self.max_inflight, self.inflight)
         try:
-            return await self._respond(request)
+            response = await self._respond(request)
+            recorded = request.get(_RECORDED)
+            if recorded is not None and request.transport is not None and not request.transport.is_closing():
+                recorded.answered_at = time.monotonic()
+            return response
         finally:
             with self._lock:
                 self.inflight -= 1
@@ -217,10 +262,21 @@ class MockLLM(LoopbackServer):
         anthropic = request.path.endswith("/messages")
         completions = request.path.endswith("/v1/completions")
         with self._lock:
-            self.requests.append(Recorded(request.path, {k.lower(): v for k, v in request.headers.items()}, body))
+            recorded = Recorded(request.path, {k.lower(): v for k, v in request.headers.items()}, body)
+            self.requests.append(recorded)
             key = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
             nth = self.body_seen[key]
             self.body_seen[key] += 1
+            held = self._hold_after is not None and len(self.requests) > self._hold_after and not self._released.is_set()
+            self._holding += held
+        request[_RECORDED] = recorded
+        if held:
+            try:
+                while not self._released.is_set():
+                    await asyncio.sleep(0.01)
+            finally:
+                with self._lock:
+                    self._holding -= 1
         text = _prompt_text(body)
         rule = self._fault_for(text, key)
         if self.latency:
@@ -228,9 +284,9 @@ class MockLLM(LoopbackServer):
         fault = rule.fault if rule else None
         if fault == "429":
             headers = {"retry-after": str(rule.retry_after)} if rule.retry_after is not None else {}
-            return web.json_response({"error": {"message": "rate limited", "type": "rate_limit_error"}}, status=429, headers=headers)
+            return web.json_response({"error": {"message": rule.message or "rate limited", "type": "rate_limit_error"}}, status=429, headers=headers)
         if fault == "500":
-            return web.json_response({"error": {"message": "server exploded", "type": "server_error"}}, status=500)
+            return web.json_response({"error": {"message": rule.message or "server exploded", "type": "server_error"}}, status=500)
         if fault == "timeout":
             await asyncio.sleep(rule.hang_s)
         if fault == "bad_body":

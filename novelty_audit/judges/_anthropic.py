@@ -94,7 +94,8 @@ class AnthropicJudge(LLMJudge):
             elif result.type == "errored":
                 err = getattr(result.error, "error", None)
                 kind = getattr(err, "type", None) or "error"
-                out[item.custom_id] = RetryableError(f"batch: {kind}", str(getattr(err, "message", "") or result.error)[:300])
+                # Redact, then cut (a key echoed across the cut would leave its head behind).
+                out[item.custom_id] = RetryableError(f"batch: {kind}", self._redact(str(getattr(err, "message", "") or result.error))[:300])
             else:  # expired, canceled
                 out[item.custom_id] = RetryableError(f"batch: {result.type}", f"the provider reports the request {result.type}")
         return out

@@ -231,6 +231,9 @@ class JudgeOutput:
     exclusions: list[dict[str, Any]] = field(default_factory=list)
     """Input rows the judge left out, each {judge, file, row, field, reason} (e.g. imported rows matching no
     pinned pair): content, written to the stage manifest summary."""
+    failed_calls: dict[str, str] = field(default_factory=dict)
+    """Calls that ended as `error`, each once: call digest → reason. A call shared by several rows (one pair
+    in two datasets) is one failure, so the stage counts failures here, not over the rows. Never written."""
 
 
 def evidence_digest(parts: Mapping[str, str]) -> str:

@@ -43,7 +43,7 @@ from ..artifacts import atomic_write_bytes, canonical_bytes
 from ._cache import endpoint_id
 
 if TYPE_CHECKING:
-    from ._llm import Answer, CallFault, LLMJudge, Payload
+    from ._llm import Answer, CallFault, LLMJudge, Payload, _Halt
     from ._protocol import Call
 
 __all__ = ["BatchJournal", "BatchOutcome", "run_batches"]
@@ -133,11 +133,14 @@ def has_open_batches(judge: LLMJudge, keys: Iterable[str]) -> bool:
     return any(wanted.intersection(rec["keys"]) for rec in journal.open_records(judge.call_backend, endpoint))
 
 
-async def run_batches(judge: LLMJudge, pending: dict[str, tuple[Call, Payload, list[int]]], *, submit: bool = True) -> BatchOutcome:
+async def run_batches(
+    judge: LLMJudge, pending: dict[str, tuple[Call, Payload, list[int]]], *, submit: bool = True, halt: _Halt | None = None
+) -> BatchOutcome:
     """Answer `pending` (key → (call, payload, result indexes)) through provider batches: resume the open
     batches that hold some of these keys, submit the rest as new batches (unless `submit` is false: an
     interactive judge collecting what an earlier batch run left open), poll until done or
-    `batch_max_wait_s`, and cache every answer under its call key."""
+    `batch_max_wait_s`, and cache every answer under its call key. After a signal (`halt`) nothing more is
+    submitted and polling stops; the journal keeps the open batches for the next run."""
     from ._llm import CallFault, _error_entry
 
     a = judge.args
@@ -163,6 +166,8 @@ async def run_batches(judge: LLMJudge, pending: dict[str, tuple[Call, Payload, l
             new = [k for k in pending if k not in covered]
             outcome.untouched = set() if submit else set(new)
             for start in range(0, len(new) if submit else 0, a.batch_max_requests):
+                if halt is not None and halt.halted:
+                    break
                 keys = new[start : start + a.batch_max_requests]
                 worst = sum(judge._worst_cost(len(_payload_bytes(pending[k][1]))) for k in keys) * a.batch_discount
                 judge.budget.reserve(worst, f"a batch of {len(keys)} calls")
@@ -185,7 +190,7 @@ async def run_batches(judge: LLMJudge, pending: dict[str, tuple[Call, Payload, l
                 batches.append(rec)
                 judge._facts["batches_submitted"] += 1
                 print(f"judge {judge.name}: submitted batch {batch_id} ({len(keys)} calls)", flush=True, file=sys.stderr)
-        await asyncio.gather(*(_finish(judge, client, journal, rec, pending, outcome) for rec in batches))
+        await asyncio.gather(*(_finish(judge, client, journal, rec, pending, outcome, halt) for rec in batches))
     finally:
         await judge._aclose(client)
     return outcome
@@ -212,7 +217,9 @@ async def _with_retries(judge: LLMJudge, make: Any) -> Any:
             await asyncio.sleep(max(min(a.max_backoff_s, a.backoff_s * 2 ** (attempt - 1)), fault.retry_after or 0.0))
 
 
-async def _finish(judge: LLMJudge, client: Any, journal: BatchJournal, rec: dict[str, Any], pending: dict, outcome: BatchOutcome) -> None:
+async def _finish(
+    judge: LLMJudge, client: Any, journal: BatchJournal, rec: dict[str, Any], pending: dict, outcome: BatchOutcome, halt: _Halt | None = None
+) -> None:
     from ._llm import CallFault, _error_entry
 
     a = judge.args
@@ -239,7 +246,10 @@ async def _finish(judge: LLMJudge, client: Any, journal: BatchJournal, rec: dict
                         "batch pending", f"batch {batch_id} still {status.state} after {a.batch_max_wait_s} s; the next run resumes it", 0
                     )
                 return
-            await asyncio.sleep(min(a.batch_poll_s, max(0.0, deadline - time.monotonic())))
+            wait = min(a.batch_poll_s, max(0.0, deadline - time.monotonic()))
+            await (halt.nap(wait) if halt is not None else asyncio.sleep(wait))
+            if halt is not None and halt.halted:
+                return  # the record stays open: the next run resumes polling this batch
         try:
             answers = await _with_retries(judge, lambda: judge._batch_results(client, batch_id))
         except CallFault as fault:

@@ -27,6 +27,8 @@ from ..errors import BudgetExceededError
 
 __all__ = ["Budget"]
 
+_RESIDUE_USD = 1e-12
+"""Less than this reserved is float rounding left by settled calls, not money in flight."""
 STALE_AFTER_S = 7 * 24 * 3600.0
 """State files of runs untouched this long are removed when a new run's budget is made."""
 
@@ -106,7 +108,9 @@ class Budget:
         if self.cap is None:
             return
         with self._locked() as st:
-            st["reserved"] = max(0.0, st["reserved"] - reserved)
+            left = st["reserved"] - reserved
+            # Float sums of many reservations leave residues (1e-18): with nothing in flight, zero means zero.
+            st["reserved"] = left if left > _RESIDUE_USD else 0.0
             st["spent"] += actual
 
     # -- pickling: a copy on another worker shares the state file, not this object's lock ----------

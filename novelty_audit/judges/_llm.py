@@ -16,12 +16,15 @@ import importlib
 import logging
 import os
 import random
+import signal
 import sys
+import threading
 import time
 from abc import abstractmethod
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -62,7 +65,9 @@ COMPLETION_LEAD_IN = "\n\nAnswer:"
 TRUNCATING_FINISH = ("length", "max_tokens")
 """finish_reason (OpenAI) / stop_reason (Anthropic) values of an answer cut at max_tokens."""
 PROGRESS_EVERY_S = 30.0
-"""Without a terminal, a progress line at least this often (and at every 10% of the calls)."""
+"""Without a terminal, a progress line at least this often while calls are out (and at every 10% of the calls)."""
+STOP_GRACE_S = 10.0
+"""After SIGTERM/SIGINT, how long requests already sent may take to be answered (and cached); nothing new is sent."""
 _CLAIM_POLL_S = (0.05, 2.0)
 """First and longest wait between looks at a call another process is asking."""
 
@@ -148,16 +153,17 @@ class LLMArgs(Frozen):
     timeout_s: float = 120.0
     """Per-request timeout."""
     connect_timeout_s: float = 10.0
-    """Time to open a connection (capped at timeout_s); an endpoint that cannot be reached counts toward
+    """Time to open a connection (capped at timeout_s): an endpoint that cannot be reached counts toward
     the circuit breaker after this long, not after the whole request timeout."""
     backoff_s: float = 1.0
     """First retry delay; doubles per retry (a Retry-After header takes precedence when longer)."""
     max_backoff_s: float = 60.0
     """Longest retry delay."""
     circuit_breaker: int = 5
-    """After this many consecutive connection failures (refused, reset, connect timeout) the endpoint
-    counts as down: nothing more is sent to it in this run and the remaining calls end as `error` with
-    reason "circuit open" (they are asked again next run). 0: never give up early."""
+    """After this many consecutive calls without an answer (connection refused or reset, connect or read
+    timeout) the endpoint counts as down: nothing more is sent to it in this run and the remaining calls end
+    as `error` with reason "circuit open" (they are asked again next run). An endpoint that answers, even
+    with an error, is up. 0: never give up early."""
     batch: bool = False
     """Send the calls not yet cached as provider batches (OpenAI Batch API, Anthropic Message Batches) at the
     batch price instead of one request each; answers land in the same call cache under the same keys, so
@@ -214,7 +220,8 @@ class CallFault(Exception):
         self.detail = detail or reason
         self.retry_after = retry_after
         self.connection = connection
-        """The endpoint was not reached (refused, reset, connect timeout): counts toward the circuit breaker."""
+        """No answer came from the endpoint (refused, reset, connect or read timeout): counts toward the
+        circuit breaker. A hung endpoint accepts connections and answers nothing, so a timeout counts too."""
 
 
 class RetryableError(CallFault):
@@ -262,29 +269,46 @@ def usage_tokens(usage: Any, name: str) -> int | None:
 
 
 def connection_fault(exc: BaseException, timeout_s: float) -> RetryableError:
-    """A fault for an SDK connection error, its reason read from the underlying cause (refused, reset, ...)."""
+    """A fault for an SDK connection error, its reason read from the underlying cause (refused, reset, ...).
+
+    The detail names the exception the reason was read from, not the end of the chain: `__context__` also
+    links exceptions that were merely being handled when the real cause was raised (an unrelated
+    "RuntimeError: no running event loop" deep in an HTTP library), which say nothing about this call."""
     chain: list[BaseException] = []
     e: BaseException | None = exc
-    while e is not None and len(chain) < 12:
+    while e is not None and len(chain) < 12 and e not in chain:
         chain.append(e)
         e = e.__cause__ or e.__context__
-    names = [type(c).__name__ for c in chain]
-    root = chain[-1]
-    detail = f"{type(exc).__name__}: {exc} ({type(root).__name__}: {root})" if root is not exc else f"{type(exc).__name__}: {exc}"
-    if any(isinstance(c, ConnectionRefusedError) for c in chain):
-        return RetryableError("connection refused", detail, connection=True)
-    if any(isinstance(c, ConnectionResetError) for c in chain):
-        return RetryableError("connection reset", detail, connection=True)
-    if "ConnectTimeout" in names:
-        return RetryableError("connect timeout", f"no connection within {timeout_s} s: {detail}", connection=True)
-    if any(n in ("ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException") for n in names) or "APITimeoutError" in names:
-        return RetryableError("timeout", f"no answer within {timeout_s} s: {detail}")
-    if "RemoteProtocolError" in names:
+
+    def first(test) -> BaseException | None:
+        # the deepest match: the library's own exception (httpcore's ReadTimeout), not the SDK's wrapper of it
+        return next((c for c in reversed(chain) if test(c)), None)
+
+    def named(*names: str) -> BaseException | None:
+        return first(lambda c: type(c).__name__ in names)
+
+    def detail(cause: BaseException | None) -> str:
+        head = f"{type(exc).__name__}: {exc}"
+        return head if cause is None or cause is exc else f"{head} ({type(cause).__name__}: {cause})"
+
+    if (c := first(lambda c: isinstance(c, ConnectionRefusedError))) is not None:
+        return RetryableError("connection refused", detail(c), connection=True)
+    if (c := first(lambda c: isinstance(c, ConnectionResetError))) is not None:
+        return RetryableError("connection reset", detail(c), connection=True)
+    if (c := named("ConnectTimeout")) is not None:
+        return RetryableError("connect timeout", f"no connection within {timeout_s} s: {detail(c)}", connection=True)
+    if (c := named("ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException", "APITimeoutError")) is not None:
+        # Connected, then nothing within the timeout: a hung endpoint looks exactly like this, so it counts
+        # toward the breaker (a server that is slow but answers resets the streak with each answer).
+        return RetryableError("timeout", f"no answer within {timeout_s} s: {detail(c)}", connection=True)
+    if (c := named("RemoteProtocolError")) is not None:
         # The server accepted the connection: it is up, if unwell, so this does not count toward the breaker.
-        return RetryableError("connection dropped", detail)
-    if any(n == "gaierror" for n in names):
-        return RetryableError("name resolution failed", detail, connection=True)
-    return RetryableError("connection error", detail, connection=True)
+        return RetryableError("connection dropped", detail(c))
+    if (c := named("gaierror")) is not None:
+        return RetryableError("name resolution failed", detail(c), connection=True)
+    # Otherwise the operating system's error if there is one, else the immediate cause.
+    cause = next((c for c in chain if isinstance(c, OSError)), chain[1] if len(chain) > 1 else None)
+    return RetryableError("connection error", detail(cause), connection=True)
 
 
 def completion_prompt(messages: Sequence[dict[str, str]]) -> str:
@@ -301,7 +325,7 @@ class RateLimiter:
         self._next_req = 0.0
         self._next_tok = 0.0
 
-    async def acquire(self, tokens: int) -> None:
+    async def acquire(self, tokens: int, sleep=asyncio.sleep) -> None:
         if not self.rpm and not self.tpm:
             return
         now = time.monotonic()
@@ -315,11 +339,11 @@ class RateLimiter:
             self._next_tok = start + tokens * 60.0 / self.tpm
             wait = max(wait, start - now)
         if wait > 0:
-            await asyncio.sleep(wait)
+            await sleep(wait)
 
 
 class CircuitBreaker:
-    """One endpoint's health within a run: open after `threshold` consecutive connection failures."""
+    """One endpoint's health within a run: open after `threshold` consecutive calls without an answer."""
 
     def __init__(self, threshold: int):
         self.threshold = threshold
@@ -327,57 +351,220 @@ class CircuitBreaker:
         self.last: CallFault | None = None
         self.open = False
 
-    def record(self, fault: CallFault | None) -> None:
-        """Any answer from the endpoint (even a 500) closes the streak; a connection failure extends it."""
+    def record(self, fault: CallFault | None) -> bool:
+        """Any answer from the endpoint (even a 500) closes the streak; no answer (`fault.connection`) extends
+        it. True when this fault opened the circuit."""
         if fault is None or not fault.connection:
             self.failures = 0
-            return
+            return False
         self.failures += 1
         self.last = fault
-        if self.threshold and self.failures >= self.threshold:
+        if self.threshold and self.failures >= self.threshold and not self.open:
             self.open = True
+            return True
+        return False
 
 
 class _Progress:
-    """A rich bar with the error count on a terminal; otherwise a plain line every 10% or 30 s."""
+    """Calls done, failed and retrying: a rich bar on a terminal; otherwise a plain line at every 10% of the
+    calls and at least every `PROGRESS_EVERY_S` while calls are out, so a run that waits on a hung endpoint
+    still says so. Stderr only: nothing of it enters an artifact."""
 
     def __init__(self, name: str, total: int, enabled: bool):
         self.name, self.total = name, total
-        self.done = self.errors = 0
+        self.done = self.errors = self.retrying = 0
         self.bar = None
         self.lines = enabled and not sys.stderr.isatty()
         self._next_share = 0.1
         self._last_line = time.monotonic()
+        self._ticker: asyncio.Task | None = None
         if enabled and not self.lines:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
             self.bar = Progress(
-                TextColumn(f"judge {name}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[errors]} errors"),
+                TextColumn(f"judge {name}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.fields[errors]} failed, {task.fields[retrying]} retrying"),
                 TimeRemainingColumn(), console=Console(stderr=True), transient=True,
             )  # fmt: skip
-            self._task = self.bar.add_task("calls", total=total, errors=0)
+            self._task = self.bar.add_task("calls", total=total, errors=0, retrying=0)
             self.bar.start()
+        elif self.lines and total:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(max(0.05, self._last_line + PROGRESS_EVERY_S - time.monotonic()))
+            if time.monotonic() - self._last_line >= PROGRESS_EVERY_S:
+                self._line()
+
+    def retry(self, started: bool) -> None:
+        """A call starts (True) or ends (False) a stretch of retries."""
+        self.retrying += 1 if started else -1
+        if self.bar is not None:
+            self.bar.update(self._task, retrying=self.retrying)
 
     def advance(self, error: bool) -> None:
         self.done += 1
         self.errors += error
         if self.bar is not None:
-            self.bar.update(self._task, advance=1, errors=self.errors)
+            self.bar.update(self._task, advance=1, errors=self.errors, retrying=self.retrying)
         elif self.lines:
-            now = time.monotonic()
-            if self.done >= self._next_share * self.total or now - self._last_line >= PROGRESS_EVERY_S:
+            if self.done >= self._next_share * self.total:
                 self._line()
-                self._last_line = now
                 while self._next_share * self.total <= self.done:
                     self._next_share += 0.1
 
     def _line(self) -> None:
-        print(f"judge {self.name}: {self.done}/{self.total} calls, {self.errors} errors", file=sys.stderr, flush=True)
+        self._last_line = time.monotonic()
+        print(f"judge {self.name}: {self.done}/{self.total} calls done, {self.errors} failed, {self.retrying} retrying", file=sys.stderr, flush=True)
 
     def close(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
         if self.bar is not None:
             self.bar.stop()
+
+
+class _Slots:
+    """`n` request slots, given to a call that is retrying before any call's first attempt: a call once
+    started is finished first, so failures surface one by one instead of all at the end of the run."""
+
+    def __init__(self, n: int):
+        self.free = max(1, n)
+        self._waiting: tuple[deque[asyncio.Future], deque[asyncio.Future]] = (deque(), deque())  # (retries, first attempts)
+        self.closed = False
+
+    @asynccontextmanager
+    async def slot(self, retry: bool):
+        await self._acquire(retry)
+        try:
+            yield
+        finally:
+            self._release()
+
+    async def _acquire(self, retry: bool) -> None:
+        if self.closed:
+            raise _Stopped
+        if self.free > 0 and not any(self._waiting):
+            self.free -= 1
+            return
+        fut = asyncio.get_running_loop().create_future()
+        queue = self._waiting[0 if retry else 1]
+        queue.append(fut)
+        try:
+            await fut
+        except BaseException:
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                self._release()  # handed a slot just as this call was cancelled: pass it on
+            elif fut in queue:
+                queue.remove(fut)
+            raise
+
+    def _release(self) -> None:
+        for queue in self._waiting:
+            while queue:
+                fut = queue.popleft()
+                if not fut.done():
+                    fut.set_result(None)
+                    return
+        self.free += 1
+
+    def close(self) -> None:
+        """No slot is given any more: every waiting call (and any later one) ends unsent."""
+        self.closed = True
+        for queue in self._waiting:
+            while queue:
+                fut = queue.popleft()
+                if not fut.done():
+                    fut.set_exception(_Stopped())
+
+
+class _Halt:
+    """SIGTERM or SIGINT while a judge asks its calls: the signal is held until the answers are saved.
+
+    On the first signal nothing new is sent (waiting calls end unsent), requests already out get
+    `STOP_GRACE_S` to be answered and cached, the run says what it kept, and `deliver` then hands the signal
+    to the handler it was meant for (the CLI's: the stage unwinds, exit 143 or 130, no traceback). A second
+    signal abandons the requests in flight at once; a third goes straight to that handler. Only the main
+    thread receives signals: a judge running elsewhere (a flow's worker) is left to its host."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.signum: int | None = None
+        self.kept = 0
+        """Answers this run wrote to the call cache (or found there, answered by another process)."""
+        self.sending: set[asyncio.Task] = set()
+        """Calls with a request out: the only ones worth waiting for after a signal."""
+        self.slots: _Slots | None = None
+        self._event: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def halted(self) -> bool:
+        return self.signum is not None
+
+    def install(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._event = asyncio.Event()
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(sig)
+            if previous in (signal.SIG_IGN, None):
+                continue  # ignored (or set outside Python): not ours to take
+            try:
+                self._loop.add_signal_handler(sig, self._on_signal, sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                continue
+            self._previous[sig] = previous
+
+    def uninstall(self) -> None:
+        """Give each signal back to the handler it had before `install`."""
+        for sig, previous in self._previous.items():
+            assert self._loop is not None
+            self._loop.remove_signal_handler(sig)
+            signal.signal(sig, previous)
+        self._previous.clear()
+
+    def _on_signal(self, sig: int) -> None:
+        if self.signum is not None:
+            self.uninstall()
+            self.abandon()
+            return
+        self.signum = sig
+        assert self._event is not None and self._loop is not None
+        self._event.set()
+        if self.slots is not None:
+            self.slots.close()
+        name = signal.Signals(sig).name
+        if self.sending:
+            print(f"judge {self.name}: {name}: sending nothing more; waiting up to {STOP_GRACE_S:g} s for the "
+                  f"{len(self.sending)} request(s) in flight (a second signal stops at once)", file=sys.stderr, flush=True)  # fmt: skip
+            self._loop.call_later(STOP_GRACE_S, self.abandon)
+
+    def abandon(self) -> None:
+        """Stop waiting for the requests in flight: their calls end unanswered."""
+        for task in list(self.sending):
+            task.cancel()
+
+    async def nap(self, seconds: float) -> None:
+        """Sleep `seconds`, or until a signal (then the caller sees `halted`)."""
+        if seconds <= 0:
+            return
+        assert self._event is not None
+        try:
+            await asyncio.wait_for(self._event.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    def deliver(self) -> None:
+        """Hand the held signal to its handler (restored by now), as if it had just arrived."""
+        assert self.signum is not None
+        signal.raise_signal(self.signum)
+        # A handler that returned (one that only notes the signal) still must not let the run go on as if complete.
+        raise KeyboardInterrupt(f"stopped by {signal.Signals(self.signum).name}")
 
 
 def _run_coro(coro):
@@ -400,12 +587,13 @@ class _Run:
 
     client: Any
     limiter: RateLimiter
-    sem: asyncio.Semaphore
+    slots: _Slots
     breaker: CircuitBreaker
     progress: _Progress
     stop: list[BaseException]
     pool: ThreadPoolExecutor
     """Threads for the call cache's disk work (claims, writes), so the event loop never waits on the disk."""
+    halt: _Halt
 
 
 Payload = list[dict[str, str]] | str
@@ -522,7 +710,8 @@ class LLMJudge(VoteJudge):
             raise connection_fault(exc, self.args.timeout_s) from None
         except sdk.APIStatusError as exc:
             status = exc.status_code
-            detail = f"{type(exc).__name__}: {str(exc)[:300]}"
+            # Redact, then cut: cut first, a key the server echoed across the cut would leave its head behind.
+            detail = f"{type(exc).__name__}: {self._redact(str(exc))[:300]}"
             if status == 429 or status >= 500 or status in (408, 409):
                 raise RetryableError(f"HTTP {status}", detail, retry_after=_retry_after(exc)) from None
             raise FatalCallError(f"HTTP {status}", detail) from None
@@ -631,9 +820,22 @@ class LLMJudge(VoteJudge):
         return text.replace(key, "***") if key else text
 
     def run_calls(self, calls: Sequence[Call]) -> list[CallResult]:
-        return _run_coro(self._run_all(calls))
+        halt = _Halt(self.name)
+        results = _run_coro(self._run_all(calls, halt))
+        if halt.halted:
+            halt.deliver()  # the answers are saved: now the signal does what it was sent for
+        return results
 
-    async def _run_all(self, calls: Sequence[Call]) -> list[CallResult]:
+    async def _run_all(self, calls: Sequence[Call], halt: _Halt) -> list[CallResult]:
+        halt.install()
+        try:
+            return await self._run_held(calls, halt)
+        finally:
+            halt.uninstall()
+
+    async def _run_held(self, calls: Sequence[Call], halt: _Halt) -> list[CallResult]:
+        """`_run_all` with SIGTERM/SIGINT held by `halt`: after one, the results are incomplete (the caller
+        delivers the signal instead of returning them)."""
         results: list[CallResult | None] = [None] * len(calls)
         pending: dict[str, tuple[Call, Payload, list[int]]] = {}
         prepared = [(call, *self._prepare(call)) for call in calls]
@@ -652,19 +854,29 @@ class LLMJudge(VoteJudge):
                 self._facts["cache_hits"] += 1
                 continue
             pending[key] = (call, payload, [i])
-        if pending and (self.args.batch or has_open_batches(self, pending)):
-            pending = await self._batch_all(pending, results)
-        if pending:
-            await self._ask_all(pending, results)
+        asked = len(pending)
+        if pending and not halt.halted and (self.args.batch or has_open_batches(self, pending)):
+            pending = await self._batch_all(pending, results, halt)
+        if pending and not halt.halted:
+            await self._ask_all(pending, results, halt)
+        if halt.halted:
+            print(f"judge {self.name}: stopped by {signal.Signals(halt.signum).name}: {halt.kept} answered call(s) kept in "
+                  f"the call cache; the next run asks the other {asked - halt.kept}", file=sys.stderr, flush=True)  # fmt: skip
+            return results  # type: ignore[return-value]  # incomplete: run_calls delivers the signal instead
         assert all(r is not None for r in results)
         return results  # type: ignore[return-value]
 
-    async def _batch_all(self, pending: dict[str, tuple[Call, Payload, list[int]]], results: list) -> dict[str, tuple[Call, Payload, list[int]]]:
+    async def _batch_all(
+        self, pending: dict[str, tuple[Call, Payload, list[int]]], results: list, halt: _Halt
+    ) -> dict[str, tuple[Call, Payload, list[int]]]:
         """Answer `pending` through provider batches (`_batch.run_batches`; with `batch: false` only open batches
         of an earlier run are collected); returns the calls left for the interactive engine (those no batch
         holds, and those a batch failed with `batch_failures: interactive`)."""
         self.api_key()
-        outcome = await run_batches(self, pending, submit=self.args.batch)
+        outcome = await run_batches(self, pending, submit=self.args.batch, halt=halt)
+        halt.kept += len(outcome.answered)
+        if halt.halted:
+            return {}  # open batches stay journalled: the next run resumes them
         for key, (entry, cached) in outcome.answered.items():
             call, _, idxs = pending[key]
             if entry["outcome"] == "truncated":
@@ -703,17 +915,19 @@ class LLMJudge(VoteJudge):
         """call key → `Answer`, or a `CallFault` for a request the provider failed."""
         raise NotImplementedError
 
-    async def _ask_all(self, pending: dict[str, tuple[Call, Payload, list[int]]], results: list) -> None:
+    async def _ask_all(self, pending: dict[str, tuple[Call, Payload, list[int]]], results: list, halt: _Halt) -> None:
         self.api_key()  # fail before the first request when the key is missing
         run = _Run(
             client=self._client(),
             limiter=RateLimiter(self.args.requests_per_minute, self.args.tokens_per_minute),
-            sem=asyncio.Semaphore(max(1, self.args.concurrency)),
+            slots=_Slots(self.args.concurrency),
             breaker=CircuitBreaker(self.args.circuit_breaker),
             progress=_Progress(self.name, len(pending), self.ctx.progress),
             stop=[],
             pool=ThreadPoolExecutor(max(4, min(32, self.args.concurrency)), thread_name_prefix="call-cache"),
+            halt=halt,
         )
+        halt.slots = run.slots
         errors_before = Counter(self._errors)
 
         async def one(key: str, call: Call, payload: Payload, idxs: list[int]) -> None:
@@ -722,6 +936,7 @@ class LLMJudge(VoteJudge):
             except (ConfigError, BudgetExceededError, _Stopped) as exc:
                 if not isinstance(exc, _Stopped):
                     run.stop.append(exc)
+                    run.slots.close()  # nothing more is sent
                 return
             except Exception as exc:  # noqa: BLE001  one call's bug must not lose the other calls' answers
                 log.warning("judge %s: call failed unexpectedly: %s: %s", self.name, type(exc).__name__, self._redact(str(exc)))
@@ -739,12 +954,17 @@ class LLMJudge(VoteJudge):
             run.progress.advance(entry["outcome"] == "error")
 
         try:
-            await asyncio.gather(*(one(k, c, p, idx) for k, (c, p, idx) in pending.items()))
+            # return_exceptions: a call abandoned after a signal (cancelled) must not stop the wait for the others
+            ends = await asyncio.gather(*(one(k, c, p, idx) for k, (c, p, idx) in pending.items()), return_exceptions=True)
         finally:
             run.pool.shutdown(wait=True)
             run.progress.close()
             await self._aclose(run.client)
-        self._summarize(self._errors - errors_before)
+        if not halt.halted:
+            unexpected = [e for e in ends if isinstance(e, BaseException)]
+            if unexpected:
+                raise unexpected[0]
+            self._summarize(self._errors - errors_before)
         if run.stop:
             raise run.stop[0]
 
@@ -766,11 +986,13 @@ class LLMJudge(VoteJudge):
         poll, waited = _CLAIM_POLL_S[0], False
         fault: CallFault | None = None
         attempts = 0
+        retrying = False
+        halt = run.halt
         try:
             while True:
                 # Waits (claims, backoff) happen outside the slot: a waiting call never keeps a live one from being sent.
-                async with run.sem:
-                    if run.stop:
+                async with run.slots.slot(retry=attempts > 0):
+                    if run.stop or halt.halted:
                         raise _Stopped
                     if run.breaker.open:
                         break
@@ -781,21 +1003,29 @@ class LLMJudge(VoteJudge):
                             entry = self.cache.get(key)  # answered since we first looked (by whoever held the claim)
                             if entry is not None:
                                 self._facts["cache_hits"] += 1
+                                halt.kept += 1
                                 return entry, True
                     if claim is not None:
-                        await run.limiter.acquire(size + a.sampling.max_tokens)
+                        await run.limiter.acquire(size + a.sampling.max_tokens, sleep=halt.nap)
+                        if run.stop or halt.halted:
+                            raise _Stopped  # a signal during the rate-limit wait: this request is not sent
                         self.budget.reserve(worst, f"{call.task} {call.item_id}")
                         attempts += 1
                         started = time.perf_counter()
+                        task = asyncio.current_task()
+                        assert task is not None
+                        halt.sending.add(task)
                         try:
                             answer = await self._send(run.client, payload)
                         except CallFault as exc:
                             fault = exc
                         except BaseException:
-                            self.budget.settle(worst, 0.0)
+                            self.budget.settle(worst, 0.0)  # abandoned after a signal, or a bug: nothing was paid
                             raise
                         else:
                             fault = None
+                        finally:
+                            halt.sending.discard(task)
                         latency = time.perf_counter() - started
                         cost = 0.0 if fault is not None else self._cost(answer, worst)
                         self.budget.settle(worst, cost)
@@ -803,31 +1033,47 @@ class LLMJudge(VoteJudge):
                     if not waited:
                         self._facts["claim_waits"] += 1
                     waited = True
-                    await asyncio.sleep(poll)
+                    await halt.nap(poll)
                     poll = min(_CLAIM_POLL_S[1], poll * 2)
                     continue
-                run.breaker.record(fault)
+                if run.breaker.record(fault):
+                    self._circuit_opened(run.breaker)
                 if fault is None:
                     entry = self._answer_entry(call, payload, answer, cost, latency, attempts)
                     if entry["outcome"] != "error":
                         # fsyncs in parallel coalesce; on the loop thread they would serialize every call behind the disk
                         await loop.run_in_executor(run.pool, self.cache.put, key, entry)
+                        halt.kept += 1
                     return entry, False
                 if isinstance(fault, FatalCallError) or attempts > a.max_retries or run.breaker.open:
                     break
+                if halt.halted:
+                    raise _Stopped  # after a signal nothing is sent again, retries included
                 self._facts["retries"] += 1
+                if not retrying:
+                    retrying = True
+                    run.progress.retry(True)
                 delay = min(a.max_backoff_s, a.backoff_s * 2 ** (attempts - 1)) * (0.5 + jitter.random() / 2)
-                await asyncio.sleep(max(delay, fault.retry_after or 0.0))
+                await halt.nap(max(delay, fault.retry_after or 0.0))
         finally:
+            if retrying:
+                run.progress.retry(False)
             if claim is not None:
                 claim.release()
         if run.breaker.open and (fault is None or fault.connection):
             last = run.breaker.last
             assert last is not None
-            detail = f"{a.circuit_breaker} consecutive connection failures; last: {last.reason}: {last.detail}"
+            detail = f"{a.circuit_breaker} consecutive connection failures or timeouts; last: {last.reason}: {last.detail}"
             return _error_entry("circuit open", self._redact(detail), attempts), False
         assert fault is not None
         return _error_entry(fault.reason, self._redact(f"after {attempts} attempt(s): {fault.detail}"), attempts), False
+
+    def _circuit_opened(self, breaker: CircuitBreaker) -> None:
+        """One stderr line when the endpoint is given up, so a run that ends early says why."""
+        last = breaker.last
+        assert last is not None
+        print(f"judge {self.name}: circuit open after {breaker.failures} consecutive calls without an answer (last: "
+              f"{last.reason}); nothing more is sent to this endpoint in this run", file=sys.stderr, flush=True)  # fmt: skip
 
     def _classify(self, task: str, text: str | None, refused: bool, finish_reason: str | None) -> tuple[str, Any, str | None]:
         """(outcome, choice, note) of one answer. In completions mode the prompt ends with the lead-in

@@ -116,13 +116,14 @@ class OpenAIJudge(LLMJudge):
             return None, RetryableError("malformed response", "batch result line without custom_id")
         error = line.get("error")
         if isinstance(error, dict):
-            return key, RetryableError(f"batch: {error.get('code') or 'error'}", str(error.get("message") or error)[:300])
+            # Redact, then cut: a key the provider echoed across the cut would otherwise leave its head behind.
+            return key, RetryableError(f"batch: {error.get('code') or 'error'}", self._redact(str(error.get("message") or error))[:300])
         response = line.get("response")
         status = response.get("status_code") if isinstance(response, dict) else None
         if status != 200:
             body = response.get("body") if isinstance(response, dict) else None
             message = body.get("error", {}).get("message") if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
-            return key, RetryableError(f"batch: HTTP {status}", str(message or body)[:300])
+            return key, RetryableError(f"batch: HTTP {status}", self._redact(str(message or body))[:300])
         try:
             return key, read_openai_answer(response.get("body"), completions=self.args.api == "completions")
         except CallFault as fault:

@@ -142,6 +142,11 @@ class VoteJudge(Judge):
         for c, r in zip(calls, results):
             by_item.setdefault((c.task, c.dataset, c.item_id), []).append((c, r))
         out = JudgeOutput(facts=self.facts())
+        for c, r in zip(calls, results):
+            if r.outcome == "error":
+                # one entry per distinct call: a call answering two rows (deduplicated) failed once
+                key = r.call_digest or f"{c.task}/{c.dataset}/{c.item_id}/{c.order}/{c.vote_index}"
+                out.failed_calls[key] = r.error_reason or UNSPECIFIED_REASON
         for p in pairs:
             out.pairwise.append(self._pair_row(p, by_item[("pairwise", p.dataset, p.pair_id)]))
         for pt in points:

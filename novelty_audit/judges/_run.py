@@ -255,7 +255,7 @@ def run_judges(
         result.summary[judge.name] = _summary(out)
         if out.exclusions:  # recorded, never dropped silently (e.g. imported rows matching no pinned pair)
             result.summary.setdefault("exclusions", {})[judge.name] = out.exclusions
-        result.failed.update(failed_calls(judge, [*out.pairwise, *out.pointwise]))
+        result.failed.update(failed_calls(judge, out))
     verdicts = pl.DataFrame(pair_rows, schema=PAIRWISE_SCHEMA) if pair_rows else pl.DataFrame(schema=PAIRWISE_SCHEMA)
     pointwise = pl.DataFrame(point_rows, schema=POINTWISE_SCHEMA) if point_rows else pl.DataFrame(schema=POINTWISE_SCHEMA)
     judges = pl.DataFrame([judges_row(j) for j in built.judges], schema=JUDGES_SCHEMA) if built.judges else pl.DataFrame(schema=JUDGES_SCHEMA)
@@ -265,13 +265,18 @@ def run_judges(
     return result
 
 
-def failed_calls(judge: Judge, rows: Sequence[dict[str, Any]]) -> Counter[str]:
-    """Failed calls by reason in one judge's verdict rows; none for an `import` judge, whose errors are votes
-    recorded in its file, not calls: asking again cannot change them."""
+def failed_calls(judge: Judge, out: JudgeOutput) -> Counter[str]:
+    """Failed calls by reason in one judge's output, each distinct call once (`JudgeOutput.failed_calls`: a
+    call shared by two rows, and the retries of one call, are one failure). A judge that reports no calls
+    falls back to counting its rows. None for an `import` judge, whose errors are votes recorded in its file,
+    not calls: asking again cannot change them."""
     failed: Counter[str] = Counter()
     if judge.backend == "import":
         return failed
-    for r in rows:
+    if out.failed_calls:
+        failed.update(out.failed_calls.values())
+        return failed
+    for r in [*out.pairwise, *out.pointwise]:
         if r["n_error"] > 0:
             reasons = r.get("error_reasons") or []
             failed.update(reasons)

@@ -204,6 +204,9 @@ def merge_outputs(
         pw.sort(key=lambda r: pair_order.get((r["dataset"], r["pair_id"]), len(pair_order)))
         pt.sort(key=lambda r: point_order.get((r["dataset"], r["idea_id"]), len(point_order)))
         merged.append(
-            JudgeOutput(pairwise=pw, pointwise=pt, facts=_sum_facts([o.facts for o in mine]), exclusions=[e for o in mine for e in o.exclusions])
+            JudgeOutput(
+                pairwise=pw, pointwise=pt, facts=_sum_facts([o.facts for o in mine]), exclusions=[e for o in mine for e in o.exclusions],
+                failed_calls={k: v for o in mine for k, v in o.failed_calls.items()},  # a call in two chunks failed once
+            )  # fmt: skip
         )
     return merged

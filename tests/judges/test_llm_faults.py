@@ -139,7 +139,7 @@ def test_a_dead_endpoint_ends_the_run_within_seconds_on_default_settings(build):
     assert got <= {"connection refused", "circuit open"} and "circuit open" in got
     facts = judge.facts()
     assert facts["errors"] == 150 and facts["calls"] == 0
-    assert "5 consecutive connection failures; last: connection refused" in facts["error_details"]["circuit open"]
+    assert "5 consecutive connection failures or timeouts; last: connection refused" in facts["error_details"]["circuit open"]
 
 
 def test_a_server_that_stops_mid_run_opens_the_circuit_and_the_next_run_asks_only_the_failed_calls(build, tmp_path):
@@ -193,7 +193,7 @@ def test_progress_lines_are_logged_when_stderr_is_not_a_terminal(mock_llm, tmp_p
     )  # fmt: skip
     (judge,) = build_judges(jp, store_root=tmp_path / "store").judges
     judge.judge(make_pairs(10), [])
-    lines = re.findall(r"judge j: (\d+)/60 calls, (\d+) errors", capsys.readouterr().err)
+    lines = re.findall(r"judge j: (\d+)/60 calls done, (\d+) failed, \d+ retrying", capsys.readouterr().err)
     done = [int(d) for d, _ in lines]
     assert len(lines) >= 10 and done == sorted(done) and done[-1] == 60
     assert int(lines[-1][1]) == 6
@@ -234,11 +234,11 @@ def _chain(*excs: BaseException) -> BaseException:
         (lambda: _chain(RuntimeError("Connection error."), OSError("all attempts failed"), ConnectionRefusedError(111, "refused")), "connection refused", True),
         (lambda: _chain(RuntimeError("Connection error."), ConnectionResetError(104, "reset by peer")), "connection reset", True),
         (lambda: _chain(RuntimeError("Request timed out."), type("ConnectTimeout", (Exception,), {})("connect")), "connect timeout", True),
-        (lambda: _chain(RuntimeError("Request timed out."), type("ReadTimeout", (Exception,), {})("read")), "timeout", False),
+        (lambda: _chain(RuntimeError("Request timed out."), type("ReadTimeout", (Exception,), {})("read")), "timeout", True),
         (lambda: _chain(RuntimeError("Connection error."), type("RemoteProtocolError", (Exception,), {})("closed")), "connection dropped", False),
     ],
 )
-def test_connection_faults_are_named_by_their_cause_and_only_unreachable_endpoints_trip_the_breaker(chain, reason, counts_toward_breaker):
+def test_connection_faults_are_named_by_their_cause_and_only_endpoints_that_do_not_answer_trip_the_breaker(chain, reason, counts_toward_breaker):
     fault = connection_fault(chain(), timeout_s=3.0)
     assert (fault.reason, fault.connection) == (reason, counts_toward_breaker)
     assert not re.search(r"\d", fault.reason)  # a category: no port, pid or time in it
