@@ -120,7 +120,7 @@ def signals(
 
 @app.command()
 def verify(params: ParamsOpt = Path("params.yaml")) -> None:
-    """Check artifacts, declared outputs (reports/ too), the store and the caches against their digests; exit 1 naming each bad file."""
+    """Check artifacts, declared outputs (reports/ too), dvc.lock's outputs, the store and the caches against their digests; exit 1 naming each bad file."""
     from .verify import verify_project
 
     report = verify_project(params)
@@ -131,7 +131,7 @@ def verify(params: ParamsOpt = Path("params.yaml")) -> None:
     if not report.ok:
         err.print(f"{len(report.problems)} problem(s)")
         raise typer.Exit(1)
-    out.print(f"verified {report.checked} files (artifacts, published reports, store, caches): all match their digests")
+    out.print(f"verified {report.checked} files (artifacts, published reports, dvc.lock outputs, store, caches): all match their digests")
 
 
 @app.command()
@@ -278,7 +278,12 @@ def export(
         raise BadInputError(f"export {what}: expected verdicts, gold or adjudications")
     if (what == "verdicts") != (judge is not None):
         raise BadInputError("export verdicts needs --judge; export gold takes no --judge")
-    table = Path(load_params(params).store.artifacts) / "judge" / "verdicts.parquet"
+    p = load_params(params)
+    table = Path(p.store.artifacts) / "judge" / "verdicts.parquet"
+    if table.is_file():  # checked against the judge stage's manifest, as a stage reading it would check it
+        from .artifacts import Store, check_published_file
+
+        check_published_file(table, Store(p.store.root))
     target = out_path or Path(f"{judge or 'gold'}{f'-{dataset}' if dataset else ''}.{fmt or 'csv'}")
     if what == "verdicts":
         r = export_verdicts(table, target, judge=judge, dataset=dataset, fmt=fmt)  # type: ignore[arg-type]
@@ -370,6 +375,48 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt("terminated (SIGTERM)")
 
 
+def _usage_error_types() -> tuple[type[Exception], ...]:
+    """The exception classes of command-line usage errors (unknown command or option, bad or missing value).
+
+    typer 0.27 and later ship their own copy of click, whose exceptions derive from `typer.TyperException`, not from
+    `click.ClickException`; typer 0.25 raises click's own. Both are caught, so a usage error is never a traceback
+    (the typer range in pyproject.toml is the one checked).
+    """
+    types: list[type[Exception]] = []
+    if isinstance(getattr(typer, "TyperException", None), type):
+        types.append(typer.TyperException)
+    try:
+        import click
+
+        types.append(click.ClickException)
+    except ImportError:  # typer with its own click does not need the package
+        pass
+    return tuple(types)
+
+
+def _usage_error(exc: Exception) -> tuple[str, str]:
+    """(message, hint) of a usage error: what is wrong, then the command's usage and where its help is."""
+    ctx = getattr(exc, "ctx", None)
+    command = getattr(ctx, "command_path", None) or "novelty-audit"
+    group = getattr(ctx, "command", None) if hasattr(getattr(ctx, "command", None), "list_commands") else None
+    message = exc.format_message().strip() if hasattr(exc, "format_message") else str(exc)
+    if not message:  # no_args_is_help: the help went to stdout, the error line says why the exit code is 2
+        message = "no command given" if group is not None else "no arguments given"
+    if group is not None:
+        return f"{command}: {message}", f"`{command} COMMAND --help` explains a command; commands: {', '.join(group.list_commands(ctx))}"
+    usage = ctx.get_usage().strip() if ctx is not None else f"Usage: {command}"
+    return f"{command}: {message}", f"{usage}  (`{command} --help` explains every option)"
+
+
+def _print_error(message: str, hint: str | None) -> None:
+    # Messages and hints carry user text and usage lines such as "[OPTIONS]": printed as text, never as Rich markup.
+    from rich.markup import escape
+
+    err.print(f"[bold red]error:[/] {escape(message)}")
+    if hint:
+        err.print(f"[dim]hint:[/] {escape(hint)}")
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: user errors print one message and exit non-zero; bugs keep their traceback."""
     import signal
@@ -389,28 +436,22 @@ def main(argv: Optional[list[str]] = None) -> None:
     try:
         # standalone_mode=False returns an Exit's code instead of raising it.
         # Typer turns Ctrl-C (and so our SIGTERM) into an exit code of 130 after the stage has unwound.
-        rv = app(args=argv, standalone_mode=False)
+        rv = app(args=argv, standalone_mode=False, prog_name="novelty-audit")
         if terminated or rv == 130:
             raise KeyboardInterrupt
         if isinstance(rv, int) and rv:
             sys.exit(rv)
     except NoveltyAuditError as exc:
-        err.print(f"[bold red]error:[/] {exc.message}")
-        if exc.hint:
-            err.print(f"[dim]hint:[/] {exc.hint}")
+        _print_error(exc.message, exc.hint)
         sys.exit(exc.exit_code)
+    except _usage_error_types() as exc:
+        _print_error(*_usage_error(exc))
+        sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         err.print("terminated" if terminated else "aborted")
         sys.exit(143 if terminated else 130)
-    except Exception as exc:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
 
 
 if __name__ == "__main__":

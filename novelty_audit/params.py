@@ -118,8 +118,22 @@ def load_raw_params(path: str | Path = "params.yaml") -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no such params file", hint="run from the project root")
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory, not a params file", hint="pass the YAML file, e.g. --params params.yaml")
     try:
-        raw = safe_load_unique(path.read_text(encoding="utf-8")) or {}  # a duplicate key names both lines instead of keeping the last
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{path}: line {line}: byte 0x{data[exc.start]:02x} at offset {exc.start} is not UTF-8",
+            hint="save the file as UTF-8 (DVC reads params.yaml as UTF-8 too)",
+        ) from None
+    try:
+        raw = safe_load_unique(text) or {}  # a duplicate key names both lines instead of keeping the last
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML ({exc})") from None
     if not isinstance(raw, dict):
@@ -137,7 +151,9 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"])
             lines.append(f"  {loc}: {err['msg']}")
-        raise ConfigError("\n".join(lines)) from None
+        raise ConfigError(
+            "\n".join(lines), hint=f"fix the field(s) named above in {path} (each section's fields are documented in novelty_audit/config)"
+        ) from None
     # Every configured judge (enabled or not) is checked against its backend's args model, which lives
     # with the backend. Imported by name: stage code digests follow import statements, and this check
     # only accepts or refuses params, it never changes an output.

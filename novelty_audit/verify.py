@@ -10,7 +10,10 @@ What is checked (each problem names the file, or the stage whose outputs are mis
    of a stage output, match that output;
 3. the store: every object against its sha256 name, every stored manifest against its digest name, every
    identity pointer against an existing manifest;
-4. the caches (call cache, distance caches) through `novelty_audit.judges.verify_caches`.
+4. the caches (call cache, distance caches) through `novelty_audit.judges.verify_caches`;
+5. dvc.lock: every output it records against the md5 DVC computes for it (`<md5>.dir` for a directory), so
+   outputs that DVC did not record (a stage run by hand, a partial checkout) are named with the command that
+   reconciles them. Entries in the DVC 2 format (no `hash: md5`) are listed as not checked; no dvc.lock is a note.
 
 This module sits above the artifacts layer because it also asks the judges about their caches.
 """
@@ -24,7 +27,9 @@ from .artifacts import (
     MANIFEST_NAME,
     Store,
     declared_stages,
+    dvc_md5,
     load_manifest,
+    locked_outs,
     published_records,
     verify_tree,
 )
@@ -156,6 +161,39 @@ def _check_published(
             report.problems.append(Problem(path, f"differs from {source}, the stage output it is a copy of", owner))
 
 
+def _check_dvc_lock(dvc_yaml: Path, report: VerifyReport) -> None:
+    lock = dvc_yaml.with_name("dvc.lock")
+    if not lock.is_file():
+        report.notes.append(f"no {_posix(lock)}: DVC has recorded no outputs here yet (`dvc repro` writes it), so none is checked against it")
+        return
+    root = dvc_yaml.parent
+    declared = {o.rstrip("/") for spec in declared_stages(dvc_yaml).values() for o in spec.outs}
+    matched, unchecked = 0, []
+    for out in locked_outs(lock):
+        p = root / out.path
+        if out.md5 is None or out.hash != "md5":
+            unchecked.append(out.path)
+            continue
+        if not p.exists():
+            if out.path not in declared:  # a declared output that is missing is reported as such already
+                report.problems.append(Problem(out.path, f"missing; {_posix(lock)} records it (md5 {out.md5[:12]})", out.stage))
+            continue
+        report.checked += 1
+        actual = dvc_md5(out.path, root)
+        if actual != out.md5:
+            report.problems.append(Problem(
+                out.path,
+                f"not the output {_posix(lock)} records (md5 {actual[:12]}, recorded {out.md5[:12]}): run `dvc repro {out.stage}`, "
+                f"or `dvc commit {out.stage}` to record these files as they are, or `dvc checkout {out.stage}` to restore the recorded ones",
+                out.stage,
+            ))
+        else:
+            matched += 1
+    report.notes.append(f"{_posix(lock)}: {matched} recorded output(s) match what is on disk")
+    if unchecked:
+        report.notes.append(f"{_posix(lock)}: not checked (DVC 2 entries without `hash: md5`; `dvc repro` rewrites them): {', '.join(unchecked)}")
+
+
 def verify_project(params_path: str | Path = "params.yaml", dvc_yaml: str | Path = "dvc.yaml") -> VerifyReport:
     """Check the artifacts, the published files dvc.yaml declares, the store and the caches (see the module doc)."""
     # Only the store section: verify checks files, and must work while another section is being fixed
@@ -170,6 +208,7 @@ def verify_project(params_path: str | Path = "params.yaml", dvc_yaml: str | Path
     _check_stage_dirs(artifacts, store, report)
     if Path(dvc_yaml).is_file():
         _check_declared(Path(dvc_yaml), artifacts, report)
+        _check_dvc_lock(Path(dvc_yaml), report)
     for path, reason in store.verify():
         report.checked += 1
         report.problems.append(Problem(path, reason))

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 import yaml
 
 
@@ -140,3 +141,43 @@ def test_manifest_and_runs_print_json(project):
     assert m["manifest"]["stage"] == "pin" and m["last_run"]["action"] in {"computed", "reused", "restored"}
     runs = cli("runs", "--json", cwd=project)
     assert runs.returncode == 0 and isinstance(orjson.loads(runs.stdout), list)
+
+
+def _bad_params(project: Path) -> None:
+    """Two broken copies of params.yaml: a Latin-1 byte on line 2, and a judge asked for zero votes."""
+    text = (project / "params.yaml").read_bytes()
+    first, rest = text.split(b"\n", 1)
+    (project / "latin1.yaml").write_bytes(first + b"\n# caf\xe9\n" + rest)
+    raw = yaml.safe_load(text)
+    raw["judge"]["judges"]["random"] = {"backend": "random", "args": {"votes": 0}}
+    (project / "votes0.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
+USAGE_ERRORS = [
+    pytest.param([], "no command given", id="no-arguments"),
+    pytest.param(["stage"], "argument 'name'", id="stage-without-a-name"),
+    pytest.param(["manifest"], "argument 'name'", id="manifest-without-a-name"),
+    pytest.param(["flips"], "argument 'before'", id="flips-without-files"),
+    pytest.param(["bogus"], "'bogus'", id="unknown-command"),
+    pytest.param(["--nope"], "--nope", id="unknown-option"),
+    pytest.param(["stage", "judge", "--limit", "0"], "'--limit'", id="limit-zero"),
+    pytest.param(["stage", "pin", "--wait", "abc"], "'--wait'", id="wait-not-a-number"),
+    pytest.param(["review", "--port", "x"], "'--port'", id="port-not-an-integer"),
+    pytest.param(["quality", "x.csv"], "option '--reference'", id="quality-without-reference"),
+    pytest.param(["stage", "pin", "--params", "data"], "data: is a directory", id="params-is-a-directory"),
+    pytest.param(["stage", "pin", "--params", "latin1.yaml"], "latin1.yaml: line 2: byte 0xe9", id="params-not-utf8"),
+    pytest.param(["stage", "pin", "--params", "votes0.yaml"], "judge.judges.random.args.votes", id="votes-zero"),
+]
+
+
+@pytest.mark.parametrize(("args", "names"), USAGE_ERRORS)
+def test_a_usage_error_exits_2_with_one_message_and_a_hint_never_a_traceback(project, args, names):
+    _bad_params(project)
+    (project / "x.csv").write_text("id,verdict\np1,A\n")
+    res = cli(*args, cwd=project)
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr and "╭" not in res.stderr and "│" not in res.stderr, res.stderr  # Rich frames
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, res.stderr
+    assert names.lower() in res.stderr.lower(), res.stderr
+    assert "hint:" in res.stderr, res.stderr

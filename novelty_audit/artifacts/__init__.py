@@ -13,7 +13,7 @@ from ._digest import (
     row_digests,
     short_id,
 )
-from ._dvc import DeclaredStage, declared_stages, uncovered_inputs
+from ._dvc import DeclaredStage, LockedOut, declared_stages, dvc_md5, locked_outs, uncovered_inputs
 from ._io import atomic_write_bytes, csv_records, read_json, read_table, temp_prefix, write_json, write_table
 from ._lock import file_lock, stage_lock
 from ._manifest import MANIFEST_NAME, FileRecord, StageManifest, file_record, load_manifest, tool_versions, write_manifest
@@ -21,7 +21,7 @@ from ._stage import StageInput, StageResult, execute_stage, stage_identity
 from ._published import publish_copy, published_records, record_published
 from ._store import RunRecord, Store
 from ._temps import clean_stale_temps
-from ._verify import Mismatch, verify_tree
+from ._verify import Mismatch, PublishedInputs, check_published_file, verify_tree
 
 __all__ = [
     "CodeDigest",
@@ -39,6 +39,9 @@ __all__ = [
     "DeclaredStage",
     "declared_stages",
     "uncovered_inputs",
+    "LockedOut",
+    "locked_outs",
+    "dvc_md5",
     "stage_lock",
     "file_lock",
     "clean_stale_temps",
@@ -67,4 +70,6 @@ __all__ = [
     "Store",
     "Mismatch",
     "verify_tree",
+    "PublishedInputs",
+    "check_published_file",
 ]

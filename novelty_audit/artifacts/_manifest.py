@@ -100,11 +100,16 @@ def tool_versions() -> dict[str, str]:
     return out
 
 
-def file_record(path: Path, *, relative_to: Path | None = None, key: list[str] | None = None) -> FileRecord:
-    """Describe a file: byte digest, and for Parquet the table digest and per-item digests."""
+def file_record(
+    path: Path, *, relative_to: Path | None = None, key: list[str] | None = None, sha256: str | None = None
+) -> FileRecord:
+    """Describe a file: byte digest, and for Parquet the table digest and per-item digests.
+
+    `sha256`: the byte digest when the caller has just computed it, so a large file is not read twice for it.
+    """
     path = Path(path)
     name = path.relative_to(relative_to).as_posix() if relative_to else path.as_posix()
-    sha = digest_file(path)
+    sha = sha256 or digest_file(path)
     size = path.stat().st_size
     if path.suffix != ".parquet":
         return FileRecord(path=name, sha256=sha, size=size, digest=sha)

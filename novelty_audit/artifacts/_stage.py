@@ -23,12 +23,13 @@ from typing import Any
 from ..errors import ManifestMismatchError
 from ._code import PROJECT_PACKAGES, code_digest
 from ._digest import digest_file, digest_obj
-from ._dvc import check_declared_inputs
+from ._dvc import check_declared_inputs, declared_run, unmanifested_inputs
 from ._io import _DIR_MODE, temp_prefix
 from ._lock import stage_lock
 from ._manifest import MANIFEST_NAME, FileRecord, StageManifest, file_record, load_manifest, tool_versions, write_manifest
 from ._store import Store
 from ._temps import clean_stale_temps
+from ._verify import PublishedInputs
 
 __all__ = ["StageResult", "StageInput", "execute_stage", "stage_identity"]
 
@@ -82,17 +83,51 @@ def _record_path(p: Path, root: Path) -> str:
     return resolved.as_posix()
 
 
-def _input_records(inputs: Sequence[StageInput], root: Path) -> list[FileRecord]:
+def _input_record(path: Path, key: list[str] | None, root: Path, published: PublishedInputs) -> FileRecord:
+    """One input's record, its bytes hashed once: checked against the manifest of the stage that published it
+    (before it is parsed), whose record then also gives the table digest, rows and items without reading it again."""
+    name = _record_path(path, root)
+    sha = digest_file(path)
+    upstream = published.record(path, sha, shown=name)
+    if upstream is not None and upstream.key == key:
+        return upstream.model_copy(update={"path": name})
+    if upstream is not None and key is None:
+        return FileRecord(path=name, sha256=sha, size=upstream.size, digest=upstream.digest, rows=upstream.rows)
+    return file_record(path, key=key, sha256=sha).model_copy(update={"path": name})
+
+
+def _check_declared_upstream(deps: Sequence[str], root: Path, published: PublishedInputs, read: set[str]) -> None:
+    """The stage outputs among a stage's DVC deps that its identity does not read are checked too (the metrics
+    stage declares artifacts/pin): a changed upstream artifact stops every stage that depends on it, as it
+    would make `dvc repro` rerun them. Each file not hashed for the identity is hashed here, once."""
+    for dep in deps:
+        stage_dir = Path(root) / dep
+        m = published.manifest(stage_dir) if stage_dir.is_dir() else None
+        if m is None:
+            continue  # data or code, or a stage not run yet
+        for rec in m.outputs:
+            f = stage_dir / rec.path
+            shown = _record_path(f, root)
+            if shown in read:
+                continue
+            if not f.is_file():
+                raise ManifestMismatchError(
+                    f"{shown}: missing; stage {m.stage}'s manifest records it as an output",
+                    hint=f"run `novelty-audit stage {m.stage}` or `dvc repro {m.stage}`",
+                )
+            published.record(f, digest_file(f), shown=shown)
+
+
+def _input_records(inputs: Sequence[StageInput], root: Path, published: PublishedInputs) -> list[FileRecord]:
     recs = []
     for inp in inputs:
         p = Path(inp.path)
         if p.is_dir():
             # A directory input is described by its files, each hashed on its own.
             for f in sorted(x for x in p.rglob("*") if x.is_file() and not x.name.startswith(".")):
-                recs.append(file_record(f).model_copy(update={"path": _record_path(f, root)}))
+                recs.append(_input_record(f, None, root, published))
             continue
-        rec = file_record(p, key=inp.key)
-        recs.append(rec.model_copy(update={"path": _record_path(p, root)}))
+        recs.append(_input_record(p, inp.key, root, published))
     return recs
 
 
@@ -192,6 +227,9 @@ def execute_stage(
     returned manifest says so; it is never reused, so the next run computes again.
     When `workdir/dvc.yaml` declares this stage with `out_dir` as an out, every identity input must be one
     of its deps (ConfigError naming the line to add otherwise).
+    Every input another stage published (a file under a directory holding a stage manifest) is checked against
+    that manifest, and the manifest against the store, before anything parses it: a changed file stops the run
+    with a ManifestMismatchError (exit 2) naming it and the stage to rerun (`PublishedInputs`).
     """
     started = time.perf_counter()
     root = Path(workdir or Path.cwd())
@@ -200,8 +238,15 @@ def execute_stage(
         _clean_leftovers(out_dir, store)
         code = code_digest(code_root)
         params_digest = digest_obj(dict(params))
-        in_recs = _input_records(inputs, root)
+        published = PublishedInputs(store, reader=name)
+        in_recs = _input_records(inputs, root, published)
         check_declared_inputs(name, [r.path for r in in_recs], out_dir, root)
+        declared = declared_run(name, out_dir, root)
+        if declared is not None:
+            _check_declared_upstream(declared.deps, root, published, {r.path for r in in_recs})
+        for upstream, paths in unmanifested_inputs(name, [r.path for r in in_recs], root).items():
+            log.warning("stage %s: %d input(s) under stage %s's outputs have no manifest to check them against, read as they are: %s",
+                        name, len(paths), upstream, ", ".join(paths[:5]) + (" …" if len(paths) > 5 else ""))
         identity = stage_identity(code.digest, params_digest, in_recs)
         facts: dict[str, Any] = {"stage": name, "identity": identity, "started": datetime.now(timezone.utc).isoformat()}
 

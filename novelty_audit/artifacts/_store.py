@@ -177,6 +177,10 @@ class Store:
             self.discard(p, problem or "")
         return d
 
+    def has_manifest(self, digest: str) -> bool:
+        """Whether a manifest with this digest was stored (its content is checked on load and by `verify`)."""
+        return (self.root / "manifests" / "by-digest" / f"{digest}.json").is_file()
+
     def manifest_for_identity(self, identity: str) -> StageManifest | None:
         """The complete manifest this identity produced before, checked against its digest; None if unknown."""
         d = self.manifest_digest_for_identity(identity)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import random
 from typing import Any, Literal
 
+from pydantic import Field
+
 from ..artifacts import digest_obj
 from ..config import Frozen
 from ._base import JUDGES, NEGATIVE, POSITIVE, Judge, JudgeContext, parse_args
@@ -25,7 +27,7 @@ __all__ = ["ControlArgs", "ControlJudge"]
 class ControlArgs(Frozen):
     """Arguments of the always-first, always-second, random and abstain controls."""
 
-    votes: int = 3
+    votes: int = Field(3, ge=1)
     """Votes per order (matched to the LLM judges' default so counts compare)."""
     orders: Literal["both", "forward", "reverse"] = "both"
     """Presentation orders asked: both | forward (published slot order) | reverse."""

@@ -128,7 +128,7 @@ class LLMArgs(Frozen):
     guard: Guard = Field(default_factory=Guard)
     """Prompt-injection mitigations ({delimit, data_notice, strip_address}; all off): measured by the injection
     probe, part of the config digest when on (docs/design/probe.md)."""
-    votes: int = 3
+    votes: int = Field(3, ge=1)
     """Votes per order (pairwise) or per idea (pointwise)."""
     orders: Literal["both", "forward", "reverse"] = "both"
     """Presentation orders asked."""
