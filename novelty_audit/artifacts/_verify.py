@@ -70,7 +70,10 @@ class PublishedInputs:
     def __init__(self, store: Store | None = None, *, reader: str | None = None):
         self._store = store
         self._who = f"stage {reader}: " if reader else ""
-        self._dirs: dict[Path, tuple[Path, StageManifest] | None] = {}
+        self._manifests: dict[Path, StageManifest | None] = {}
+        """directory → its stage manifest (checked), or None when it holds none"""
+        self._publishers: dict[Path, tuple[Path, StageManifest] | None] = {}
+        """directory → the nearest directory at or above it holding a stage manifest, with that manifest"""
 
     def record(self, path: str | Path, sha256: str, *, shown: str | None = None) -> FileRecord | None:
         """The publishing manifest's record of `path`, whose bytes hash to `sha256`; None when no stage published it.
@@ -104,26 +107,25 @@ class PublishedInputs:
     def manifest(self, stage_dir: str | Path) -> StageManifest | None:
         """The manifest published in `stage_dir`, checked against the store; None when it holds no stage manifest."""
         d = Path(os.path.abspath(stage_dir))
-        if d not in self._dirs:
-            self._dirs[d] = (d, m) if (d / MANIFEST_NAME).is_file() and (m := self._load(d)) is not None else None
-        found = self._dirs[d]
-        return found[1] if found is not None and found[0] == d else None
+        if d not in self._manifests:
+            self._manifests[d] = self._load(d) if (d / MANIFEST_NAME).is_file() else None
+        return self._manifests[d]
 
     def _publisher(self, directory: Path) -> tuple[Path, StageManifest] | None:
         """The nearest directory at or above `directory` holding a stage manifest, with that manifest."""
         walked: list[Path] = []
         found: tuple[Path, StageManifest] | None = None
         for d in (directory, *directory.parents):
-            if d in self._dirs:
-                found = self._dirs[d]
+            if d in self._publishers:
+                found = self._publishers[d]
                 break
             walked.append(d)
-            m = self._load(d) if (d / MANIFEST_NAME).is_file() else None
+            m = self.manifest(d)
             if m is not None:
                 found = (d, m)
                 break
         for d in walked:
-            self._dirs[d] = found
+            self._publishers[d] = found
         return found
 
     def _load(self, stage_dir: Path) -> StageManifest | None:
