@@ -189,7 +189,7 @@ def _covered(row: Mapping[str, Any], kind: str) -> bool:
 
 
 def _membership(kind: str, b_rows: dict, a_rows: dict) -> list[Membership]:
-    """Judges (or a judge's datasets) on one side only, counted by the distinct items they cover; none covered: no line."""
+    """Judges (or a judge's datasets) on one side only, counted by the distinct items they cover."""
     judges_b, judges_a = {k[1] for k in b_rows}, {k[1] for k in a_rows}
     out = []
     for change, only, rows in (("removed", judges_b - judges_a, b_rows), ("added", judges_a - judges_b, a_rows)):

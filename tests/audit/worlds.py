@@ -15,7 +15,7 @@ import orjson
 import polars as pl
 from synthetic_runs import DATASET, Ledger, World
 
-from novelty_audit.artifacts import digest_obj, digest_table
+from novelty_audit.artifacts import StageResult, digest_obj, digest_table, execute_stage, write_table
 from novelty_audit.judges import PAIRWISE_SCHEMA, POINTWISE_SCHEMA
 
 
@@ -41,13 +41,20 @@ class DocWorld(World):
     """(judge, idea id) → POSITIVE | NEGATIVE."""
     reviews: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     """(generator, paper id) → (generated text, label counts)."""
+    score_entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """idea id → the `role: score` evidence entry a distance judge records (its own density, corpus, embedder)."""
 
     def _docs(self, idea: str, slot: str) -> list[dict[str, Any]]:
-        return [{**d, "slot": slot} for d in self.neighbours.get(idea, [])]
+        docs = [{**d, "slot": slot} for d in self.neighbours.get(idea, [])]
+        if idea in self.score_entries:
+            docs.append({"slot": slot, "rank": 0, "doc_id": "", "digest": "", "title": "", "year": None, "similarity": None,
+                         "source": "judge", "role": "score", **self.score_entries[idea]})
+        return docs
 
     def _parts(self, idea: str, prefix: str) -> dict[str, str]:
         return {f"{prefix}text": digest_obj(self.texts[idea]),
-                f"{prefix}neighbours": digest_obj([[d["doc_id"], d["digest"]] for d in self.neighbours.get(idea, [])])}
+                f"{prefix}neighbours": digest_obj([[d["doc_id"], d["digest"], d.get("similarity"), d.get("density")] for d in self.neighbours.get(idea, [])]),
+                **({f"{prefix}score": digest_obj(self.score_entries[idea])} if idea in self.score_entries else {})}
 
     def verdict_table(self) -> pl.DataFrame:
         rows = []
@@ -116,6 +123,23 @@ class DocLedger(Ledger):
 
     def record_tables(self, ideas: pl.DataFrame, judge_tables: dict[str, pl.DataFrame], dataset: str = DATASET) -> str:
         return self.store.record_run(self.write_tables(ideas, judge_tables, dataset)).run_id
+
+    def record_stages(self, stages: dict[str, tuple[dict[str, pl.DataFrame], dict[str, Any]]]) -> str:
+        """Record a run of the given stages: name → ({relative path: table}, manifest summary)."""
+        tag = digest_obj({name: [[rel, digest_table(df)] for rel, df in sorted(tables.items())] + [summary]
+                          for name, (tables, summary) in sorted(stages.items())})
+
+        def stage(name: str, tables: dict[str, pl.DataFrame], summary: dict[str, Any]):
+            def compute(tmp: Path) -> StageResult:
+                for rel, df in tables.items():
+                    write_table(tmp / rel, df)
+                return StageResult(outputs={rel: None for rel in tables}, summary=summary)
+
+            return execute_stage(name, code_root="novelty_audit.errors", params={"tag": tag}, inputs=[],
+                                 out_dir=self.root / "artifacts" / name, store=self.store, compute=compute,
+                                 workdir=self.root, force=True)
+
+        return self.store.record_run({name: stage(name, *spec) for name, spec in stages.items()}).run_id
 
 
 PARAMS = """
