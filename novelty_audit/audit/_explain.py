@@ -19,7 +19,7 @@ import orjson
 from ..artifacts import digest_obj
 from ._model import CorpusChange, CorpusDoc, Decisive, DocMove, LeakageDrop, TextDiff
 
-__all__ = ["SlotEvidence", "read_slots", "Explanation", "explain", "infer_corpus_changes", "RowView", "Lookup", "SHOWN"]
+__all__ = ["SlotEvidence", "read_slots", "Explanation", "explain", "infer_corpus_changes", "group_id", "RowView", "Lookup", "SHOWN"]
 
 SHOWN = 4
 """Decimals the audit shows for scores; a move below half a unit of the last one is said in words."""

@@ -8,10 +8,10 @@ were overwritten.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -197,6 +197,35 @@ def _subset(side: RunSide) -> dict[str, Any] | None:
     return dict(got) if isinstance(got, dict) else None
 
 
+_CORPUS_INDEXES: dict[tuple, dict[str, dict[str, str]]] = {}
+"""Corpus indexes by the content of their files (the review page audits on every request)."""
+
+
+def _corpus_index(path: Path) -> dict[str, dict[str, str]]:
+    """doc id → {sha256 of "title. abstract": abstract} of the corpus at `path` ({} when it cannot be read)."""
+    from ..artifacts import digest_bytes
+
+    try:
+        files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
+        stamp = (str(path.resolve()), tuple((str(f), digest_file(f)) for f in files))
+    except OSError:
+        return {}
+    if stamp not in _CORPUS_INDEXES:
+        try:
+            from ..judges.distance import load_corpus
+
+            corpus = load_corpus(path, root=Path.cwd())
+        except (NoveltyAuditError, OSError, ValueError):
+            return {}
+        index: dict[str, dict[str, str]] = {}
+        for doc_id, text, abstract in zip(corpus.table["doc_id"].to_list(), corpus.texts, corpus.table["abstract"].to_list()):
+            index.setdefault(doc_id, {})[digest_bytes(text.encode("utf-8"))] = abstract
+        while len(_CORPUS_INDEXES) >= 4:  # a long-running review server keeps the latest few corpus versions
+            _CORPUS_INDEXES.pop(next(iter(_CORPUS_INDEXES)))
+        _CORPUS_INDEXES[stamp] = index
+    return _CORPUS_INDEXES[stamp]
+
+
 class _Abstracts:
     """(doc id, digest) → abstract, from the corpus files the two sides' distance judges name (their `corpus`
     config), read when first asked. A document is matched by the digest of its text as the judge embedded it
@@ -208,21 +237,10 @@ class _Abstracts:
         self.index: dict[str, dict[str, str]] | None = None
 
     def _load(self) -> dict[str, dict[str, str]]:
-        from ..artifacts import digest_bytes
-        from ..errors import NoveltyAuditError as _Err
-
         index: dict[str, dict[str, str]] = {}
         for path in self.paths:
-            if not Path(path).exists():
-                continue
-            try:
-                from ..judges.distance import load_corpus
-
-                corpus = load_corpus(path, root=Path.cwd())
-            except (_Err, OSError, ValueError):
-                continue
-            for doc_id, text, abstract in zip(corpus.table["doc_id"].to_list(), corpus.texts, corpus.table["abstract"].to_list()):
-                index.setdefault(doc_id, {})[digest_bytes(text.encode("utf-8"))] = abstract
+            for doc_id, by_digest in _corpus_index(Path(path)).items():
+                index.setdefault(doc_id, {}).update(by_digest)
         return index
 
     def __call__(self, doc_id: str, digest: str) -> str | None:
