@@ -56,7 +56,8 @@ def test_the_page_shows_each_change_with_titles_cause_status_and_the_edited_text
     # The decision forms sit only on adjudicable (evidence) changes; the config change is listed apart, collapsed,
     # with the knob that moved.
     assert html.count('class="decide decide-change"') == 4
-    other = html[html.index('<details id="not-adjudicable"'):html.index("</details>")]
+    start = html.index('<details id="not-adjudicable"')
+    other = html[start:html.index("</table>", start)]
     assert other.count('class="other-change"') == 1 and 'data-judge="judge-y"' in other and "m-1 → m-2" in other
     assert "higher score = more novel" in html
     # A group form only where it decides more than one change (the Gamma edit); a group of one is its change.
