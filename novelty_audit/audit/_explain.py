@@ -399,7 +399,8 @@ def _fallback(view: RowView, slots: dict[str, _Slot], parts: list[str]) -> list[
     if out:
         return out
     for t in view.text_diffs:
-        out.append(Decisive(kind="text", slot=t.slot, title=t.title, text=f"the text of {t.title or t.idea_id or t.slot} was edited"))
+        what = f"the generated review of {t.title or 'the paper'}" if t.slot == "review" else f"the text of {t.title or t.idea_id or t.slot}"
+        out.append(Decisive(kind="text", slot=t.slot, title=t.title, text=f"{what} changed"))
     if out:
         return out
     names = ", ".join(sorted(parts)) or "the evidence digest"
