@@ -38,6 +38,8 @@ from project_copy import ignore_run_state  # noqa: E402
 GOAL_S = 90.0
 YIN = "distance-yin-minilm"
 STAGE_LINE = re.compile(r"^Running stage '([^']+)'")
+# `, vectors: {path: …, sha256: …}` (with an optional &anchor) or `, vectors: *anchor` inside a flow mapping.
+VECTORS_ARG = re.compile(r",\s*vectors:\s*(?:&[\w-]+\s*)?(?:\{[^{}]*\}|\*[\w-]+)")
 
 
 def sh(*cmd: str, cwd: Path, env: dict[str, str] | None = None) -> None:
@@ -57,19 +59,17 @@ def make_project(source: str, root: Path) -> None:
 
 
 def drop_shipped_vectors(root: Path) -> int:
-    """Remove every judge's `args.vectors` from the clone's params.yaml (round trip keeps the rest as written)."""
-    from ruamel.yaml import YAML
+    """Remove every judge's `args.vectors` from the clone's params.yaml, as text: the rest stays byte for byte (a YAML
+    round trip rewrote quoting and broke the file). Checked by parsing the result."""
+    import yaml
 
-    yaml = YAML()
     path = root / "params.yaml"
-    doc = yaml.load(path.read_text(encoding="utf-8"))
-    dropped = 0
-    for spec in doc["judge"]["judges"].values():
-        if "vectors" in (spec.get("args") or {}):
-            del spec["args"]["vectors"]
-            dropped += 1
-    with path.open("w", encoding="utf-8") as fh:
-        yaml.dump(doc, fh)
+    text, dropped = VECTORS_ARG.subn("", path.read_text(encoding="utf-8"))
+    judges = yaml.safe_load(text)["judge"]["judges"]
+    left = [name for name, spec in judges.items() if "vectors" in (spec.get("args") or {})]
+    if left:
+        raise SystemExit(f"--no-shipped: could not remove args.vectors of {', '.join(left)} from params.yaml (write it inline, in the args mapping)")
+    path.write_text(text, encoding="utf-8")
     sh("git", "-c", "user.email=b@b", "-c", "user.name=b", "commit", "-qam", "bench: no shipped vectors", cwd=root)
     return dropped
 
@@ -128,7 +128,8 @@ def embedding_facts(root: Path) -> dict[str, object]:
         if rec.get("stage") != "judge":
             continue
         for value in rec.values():
-            if isinstance(value, dict) and "embedder_model_id" in value:
+            # Sentence-transformers judges only (a TF-IDF judge counts calls, not texts, and fits no model to ship).
+            if isinstance(value, dict) and not str(value.get("embedder_model_id", "tfidf@")).startswith("tfidf@"):
                 facts["texts_encoded"] = int(facts["texts_encoded"]) + int(value.get("texts_encoded") or 0)  # type: ignore[arg-type]
                 if value.get("shipped_vectors"):
                     sv = value["shipped_vectors"]
