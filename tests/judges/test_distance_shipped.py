@@ -189,3 +189,13 @@ def test_build_refuses_a_cache_without_vectors_and_tfidf_refuses_shipped_vectors
                                                                                            "vectors": {"path": "x", "sha256": "0" * 64}}}}})
     with pytest.raises(ConfigError, match="args.vectors"):
         build_judges(jp, store_root=tmp_path / "store")
+
+
+def test_the_embeddings_command_names_its_actions_on_a_usage_error(tmp_path: Path):
+    import subprocess
+    import sys
+
+    for args in (["embeddings", "verify"], ["embeddings", "check", "--out", "x.npz"]):
+        res = subprocess.run([sys.executable, "-m", "novelty_audit.cli", *args], cwd=tmp_path, capture_output=True, text=True)
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert "expected `check` or `build [--out FILE]`" in res.stderr and "Traceback" not in res.stderr, res.stderr
