@@ -36,7 +36,7 @@ def _tiny_corpus_project(project: Path) -> None:
     (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
 
 
-def test_missing_corpus_shards_fan_out_and_the_tables_equal_the_plain_stage(prefect_api, make_project, monkeypatch):
+def test_missing_corpus_shards_fan_out_and_the_tables_equal_the_plain_stage(prefect_api, make_project, monkeypatch, caplog):
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("prefect_dask")
     from flows.evaluate import evaluate
@@ -51,45 +51,55 @@ def test_missing_corpus_shards_fan_out_and_the_tables_equal_the_plain_stage(pref
         run_stage("pin")
         run_stage("judge")
     clear_memory_caches()
+    import logging
+    import re
     import threading
     from collections import Counter
 
-    import flows._fanout as fanout
-    from novelty_audit.judges.distance import SentenceTransformerEmbedder
+    from novelty_audit.judges.distance import SentenceTransformerEmbedder, text_digest
 
-    # What was computed, not where or when: the shard jobs the flow's embed-shard tasks ran, and every text
-    # encoded (from any thread; a lock, since task threads append at once).
+    # What was computed, not where or when: every shard stored and every text encoded, from any thread (patched
+    # on the classes: Dask pickles a task's function by value, so a patched module global would not reach it),
+    # and what each embed-shard task reported in its run log.
     lock = threading.Lock()
-    jobs, encoded = [], Counter()
-    real_task_body, real_encode = fanout.embed_shard, SentenceTransformerEmbedder._encode_uncached
+    stored_shards: list[tuple[str, ...]] = []
+    encoded: Counter[str] = Counter()
+    real_put, real_encode = EmbeddingCache.put_shard, SentenceTransformerEmbedder._encode_uncached
 
-    def task_body(job):
+    def put_shard(self, model_id, digests, vectors, **kw):
         with lock:
-            jobs.append(job)
-        return real_task_body(job)
+            stored_shards.append(tuple(sorted(digests)))
+        return real_put(self, model_id, digests, vectors, **kw)
 
     def recorded(self, texts):
         with lock:
-            encoded.update(texts)
+            encoded.update(text_digest(t) for t in texts)
         return real_encode(self, texts)
 
-    monkeypatch.setattr(fanout, "embed_shard", task_body)
+    monkeypatch.setattr(EmbeddingCache, "put_shard", put_shard)
     monkeypatch.setattr(SentenceTransformerEmbedder, "_encode_uncached", recorded)
+
     def shards(project: Path) -> set[Path]:
         return set((project / ".novelty-audit" / "cache" / "embeddings").rglob("corpus/*.shard.chk"))
 
     before = shards(fanned)  # the project copy may bring other corpora's shards along
-    summary = evaluate(project_dir=str(fanned), stages=["pin", "judge"], dvc_commit=False)
+    task_log = logging.getLogger("prefect.task_runs")  # Prefect's run loggers do not propagate to root
+    task_log.addHandler(caplog.handler)
+    try:
+        summary = evaluate(project_dir=str(fanned), stages=["pin", "judge"], dvc_commit=False)
+    finally:
+        task_log.removeHandler(caplog.handler)
     assert summary.totals()["failed"] == 0
     stored = shards(fanned) - before
-    # Every missing shard ran as one embed-shard task, once: the same shards the plain stage stored, each file
-    # holding the shard its task was given, and no corpus text encoded twice.
-    assert len(jobs) > 2, jobs
-    assert len({j.shard.digests for j in jobs}) == len(jobs), "a shard was computed twice"
+    # Every missing shard was computed once, by an embed-shard task, and they are the shards the plain stage stored;
+    # no corpus text was encoded twice.
+    assert len(stored) > 2 and len(stored_shards) == len(set(stored_shards)) == len(stored), stored_shards
     assert {p.name for p in stored} == {p.name for p in shards(plain)} - {p.name for p in before}
-    assert {EmbeddingCache(j.cache_root).shard_path(j.model_id, j.shard.digests) for j in jobs} == stored
-    corpus_texts = [t for j in jobs for t in j.texts]
-    assert all(encoded[t] == 1 for t in corpus_texts), {t: encoded[t] for t in corpus_texts if encoded[t] != 1}
+    tasks = [re.fullmatch(r"embedding shard (\d+): (\d+) texts stored", r.getMessage()) for r in caplog.records]
+    tasks = sorted((int(m[1]), int(m[2])) for m in tasks if m)
+    assert len({i for i, _ in tasks}) == len(tasks) == len(stored), tasks
+    assert sum(n for _, n in tasks) == sum(len(d) for d in stored_shards)
+    assert all(encoded[d] == 1 for shard in stored_shards for d in shard), encoded
     for name in ("verdicts", "pointwise", "judges"):
         a = pl.read_parquet(plain / "artifacts" / "judge" / f"{name}.parquet")
         b = pl.read_parquet(fanned / "artifacts" / "judge" / f"{name}.parquet")
