@@ -31,6 +31,10 @@ def default_distance_judges(*, tfidf_only: bool = False) -> dict[str, dict[str, 
     raw = yaml.safe_load((REPO / "params.yaml").read_text())["judge"]["judges"]
     out = {name: dict(cfg) for name, cfg in raw.items() if str(cfg.get("backend", "")).startswith("distance-")}
     assert out, "params.yaml has no distance judge"
+    for cfg in out.values():
+        # The shipped vectors' path is relative to the repository; the world runs elsewhere.
+        if cfg["args"].get("vectors"):
+            cfg["args"] = {**cfg["args"], "vectors": {**cfg["args"]["vectors"], "path": str(REPO / cfg["args"]["vectors"]["path"])}}
     if tfidf_only:
         out = {n: c for n, c in out.items() if c["args"].get("embedder") == "tfidf"}
     return out

@@ -42,8 +42,10 @@ def test_delimiting_each_idea_stops_the_instructions_of_the_same_judge(world):
 def test_controls_get_probe_figures_and_never_an_accuracy_on_the_probe(world):
     project, m = world
     assert set(CONTROLS) <= set(m)
-    for name in ("always-first", "abstain"):
-        assert m[name]["attack_success_rate"] == 0.0 and m[name]["length_control_rate"] == 0.0
+    assert m["always-first"]["attack_success_rate"] == 0.0 and m["always-first"]["length_control_rate"] == 0.0
+    # abstain was asked every probe and gave no verdict: counted, but no rate over probes it never answered.
+    assert m["abstain"]["n_probes"] == m["abstain"]["n_no_verdict"] > 0 and m["abstain"]["n_eligible"] == 0
+    assert m["abstain"].get("attack_success_rate") is None
     assert "strict_accuracy" not in m["gullible"]
     pairs = pl.read_parquet(project / "artifacts/metrics/probe_pairs.parquet")
     assert pairs.filter(pl.col("judge") == "gullible").height == 60
