@@ -143,7 +143,7 @@ class LoopbackServer:
 
         self._thread = threading.Thread(target=serve, name=type(self).__name__, daemon=True)
         self._thread.start()
-        if not ready.wait(10):
+        if not ready.wait(60):  # a busy 2-core machine can take seconds to start a thread's loop
             raise RuntimeError(f"{type(self).__name__} did not start")
         return self
 

@@ -65,12 +65,12 @@ def test_a_third_of_the_prompts_meeting_malformed_answers_and_errors_still_judge
     assert "judge mock: " in done.stderr and "calls done, 0 failed" in done.stderr  # progress lines without a terminal
 
 
-def test_with_the_endpoint_down_the_stage_ends_within_a_minute_with_every_call_an_error_with_its_reason(pinned):
+def test_with_the_endpoint_down_the_stage_ends_within_two_minutes_with_every_call_an_error_with_its_reason(pinned):
     set_api_judge(pinned, f"http://127.0.0.1:{free_port()}/v1")  # nothing listens there; default retries and backoff
     started = time.perf_counter()
     done = cli("stage", "judge", cwd=pinned)
     elapsed = time.perf_counter() - started
-    assert elapsed < 60, elapsed
+    assert elapsed < 120, elapsed  # the bound (2 minutes); the run takes seconds when idle
     assert done.returncode == 3, done.stdout + done.stderr  # judge.on_error: fail (the default)
     assert "Traceback" not in done.stderr
     v = pl.read_parquet(pinned / "artifacts/judge/verdicts.parquet")
