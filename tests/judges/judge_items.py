@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from novelty_audit.judges import Idea, PairItem, PointItem
 
 
@@ -32,3 +35,22 @@ TOY_DOCS = [
 ]
 """A tiny prior-work corpus (id, title, abstract, year) for distance-judge tests: two graph/molecule papers
 are close to each other, the rest far apart."""
+
+
+def toy_corpus_file(tmp_path: Path, docs: list[tuple[str, str, str, int]]) -> str:
+    """`docs` as a JSON corpus file under `tmp_path` (key, title, abstract, year)."""
+    path = tmp_path / "corpus.json"
+    path.write_text(json.dumps([{"key": k, "title": t, "abstract": a, "year": y} for k, t, a, y in docs]))
+    return str(path)
+
+
+def three_ideas() -> tuple[list[PairItem], list[PointItem]]:
+    """Three unlike ideas (molecules, music, robots) as three pairs and three pointwise items."""
+    def idea(n: int, text: str) -> Idea:
+        return Idea(f"i-{n}", f"Idea {n}", text, f"{n:064x}", "ml")
+
+    a = idea(1, "Message passing networks predict properties of molecules.")
+    b = idea(2, "We compose music from weather radar time series.")
+    c = idea(3, "Robots learn to cook from video demonstrations with attention.")
+    pairs = [PairItem("toy", "p-1", a, b, b.idea_id), PairItem("toy", "p-2", c, a, c.idea_id), PairItem("toy", "p-3", b, c, b.idea_id)]
+    return pairs, [PointItem("toy", x, "POSITIVE") for x in (a, b, c)]

@@ -9,14 +9,12 @@ lists it for `novelty-audit verify`.
 from __future__ import annotations
 
 import io
-import json
 import logging
 from pathlib import Path
 
 import numpy as np
 
-from judge_items import TOY_DOCS
-from novelty_audit.judges import Idea, PairItem, PointItem
+from judge_items import TOY_DOCS, three_ideas, toy_corpus_file
 from novelty_audit.judges.distance import EmbeddingCache, SentenceTransformerEmbedder, clear_memory_caches, verify_distance_caches
 from novelty_audit.judges.distance._cachefile import entry_path, read_entry, write_entry
 
@@ -25,20 +23,11 @@ LOGGER = "novelty_audit.judges.distance"
 
 
 def corpus_file(tmp_path: Path) -> str:
-    path = tmp_path / "corpus.json"
-    path.write_text(json.dumps([{"key": k, "title": t, "abstract": a, "year": y} for k, t, a, y in DOCS]))
-    return str(path)
+    return toy_corpus_file(tmp_path, DOCS)
 
 
 def items():
-    def idea(n: int, text: str) -> Idea:
-        return Idea(f"i-{n}", f"Idea {n}", text, f"{n:064x}", "ml")
-
-    a = idea(1, "Message passing networks predict properties of molecules.")
-    b = idea(2, "We compose music from weather radar time series.")
-    c = idea(3, "Robots learn to cook from video demonstrations with attention.")
-    pairs = [PairItem("toy", "p-1", a, b, b.idea_id), PairItem("toy", "p-2", c, a, c.idea_id), PairItem("toy", "p-3", b, c, b.idea_id)]
-    return pairs, [PointItem("toy", x, "POSITIVE") for x in (a, b, c)]
+    return three_ideas()
 
 
 def cache_root(tmp_path: Path) -> Path:

@@ -8,18 +8,17 @@ A fake model stands in for MiniLM (no torch): it counts the texts it is asked to
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from judge_items import TOY_DOCS
+from judge_items import TOY_DOCS, three_ideas, toy_corpus_file
 from novelty_audit.artifacts import digest_bytes
 from novelty_audit.config import PinnedFile
 from novelty_audit.errors import BadInputError, ConfigError, PinMismatchError
-from novelty_audit.judges import Idea, JudgeParams, PairItem, PointItem, build_judges
+from novelty_audit.judges import JudgeParams, build_judges
 from novelty_audit.judges.distance import EmbeddingCache, SentenceTransformerEmbedder, clear_memory_caches, embed_corpus, plan_shards, text_digest
 from novelty_audit.judges.distance import _shipped
 from novelty_audit.judges.distance._shipped import ShippedEmbeddings, ShippedGroup, build_embeddings, check_embeddings
@@ -50,20 +49,11 @@ def model(monkeypatch) -> FakeModel:
 
 
 def corpus_file(tmp_path: Path) -> str:
-    path = tmp_path / "corpus.json"
-    path.write_text(json.dumps([{"key": k, "title": t, "abstract": a, "year": y} for k, t, a, y in TOY_DOCS]))
-    return str(path)
+    return toy_corpus_file(tmp_path, TOY_DOCS)
 
 
 def items():
-    def idea(n: int, text: str) -> Idea:
-        return Idea(f"i-{n}", f"Idea {n}", text, f"{n:064x}", "ml")
-
-    a = idea(1, "Message passing networks predict properties of molecules.")
-    b = idea(2, "We compose music from weather radar time series.")
-    c = idea(3, "Robots learn to cook from video demonstrations with attention.")
-    pairs = [PairItem("toy", "p-1", a, b, b.idea_id), PairItem("toy", "p-2", c, a, c.idea_id), PairItem("toy", "p-3", b, c, b.idea_id)]
-    return pairs, [PointItem("toy", x, "POSITIVE") for x in (a, b, c)]
+    return three_ideas()
 
 
 def params(corpus: str, vectors: dict | None = None) -> JudgeParams:
