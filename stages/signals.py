@@ -19,7 +19,8 @@ from novelty_audit.artifacts import (
     write_json,
     write_table,
 )
-from novelty_audit.errors import BadInputError
+from novelty_audit.errors import BadInputError, IncompleteStageError
+from novelty_audit.judges import failure_line
 from novelty_audit.params import Params, section_payload
 from novelty_audit.signals import build_signals, signal_input_files
 
@@ -70,7 +71,10 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
             "snippets": out.snippets.height,
             "excluded_records": out.scores["excluded_records"],
         }
-        return StageResult(outputs={**KEYS, "scores.json": None}, summary=summary, facts=out.facts)
+        if out.failed:
+            summary["llm_failed"] = sum(out.failed.values())
+        return StageResult(outputs={**KEYS, "scores.json": None}, summary=summary, facts=out.facts,
+                           complete=not out.failed, incomplete_reason=failure_line(out.failed))
 
     manifest = execute_stage(
         "signals",
@@ -84,4 +88,12 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
     )
     # Published on every run (also when reused), so the report always shows these outputs' scores.
     publish_copy(Path(out_dir) / "scores.json", sp.scores_report)
+    if not manifest.complete:
+        # Exit 3, as the judge stage: DVC does not record the stage as done, and the next run asks only the
+        # failed calls (answered ones are call-cache hits). Each failed item is in llm_rejections.parquet.
+        raise IncompleteStageError(
+            f"signals: {manifest.incomplete_reason}; the outputs are published, marked incomplete "
+            "(each failed review or sentence is in llm_rejections.parquet, reason 'call failed: …')",
+            hint="run the stage again to ask only the failed calls",
+        )
     return manifest

@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +25,8 @@ import orjson
 
 from ..artifacts import digest_bytes
 from ..errors import ConfigError
+from ..templates import TemplateSource, is_template_file, packaged, packaged_names
+from ..templates import resolve_template as _resolve
 from ._base import NEGATIVE, POSITIVE, Idea
 from ._guard import Guard
 
@@ -55,137 +56,22 @@ JUDGE_TEMPLATE_PREFIXES = ("pairwise-", "pointwise-", "format-", "verdict-", "gu
 
 
 def _read(name: str) -> bytes:
-    try:
-        return resources.files("novelty_audit").joinpath("prompts", name).read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(
-            f"no prompt template novelty_audit/prompts/{name}",
-            hint=f"known: {', '.join(prompt_names())}",
-        ) from None
+    return packaged(name, hint=f"known: {', '.join(prompt_names())}").data
 
 
-TEMPLATE_FILE_SUFFIXES = (".txt", ".jinja2", ".j2")
-"""A template ref ending in one of these (or holding a "/") names a project file, not a packaged template."""
-JINJA_SUFFIXES = (".jinja2", ".j2")
-"""Project files rendered with Jinja2 (strict: an undefined variable is an error); others use `{{name}}` substitution."""
-_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_REQUIRED: dict[str, tuple[str, ...]] = {"pairwise": ("idea_a", "idea_b"), "pointwise": ("idea",)}
+"""A judge template that never shows the idea(s) cannot be a judge prompt: refused when loaded."""
 TASK_VARIABLES: dict[str, tuple[str, ...]] = {
     "pairwise": ("idea_a", "idea_b", "evidence", "answer_format"),
     "pointwise": ("idea", "evidence", "answer_format"),
 }
 """The variables a judge template may use, per task (the packaged placeholders)."""
-_REQUIRED: dict[str, tuple[str, ...]] = {"pairwise": ("idea_a", "idea_b"), "pointwise": ("idea",)}
-"""A judge template that never shows the idea(s) cannot be a judge prompt: refused when loaded."""
-
-
-def is_template_file(ref: str) -> bool:
-    """True when `ref` names a project file rather than a packaged template."""
-    return "/" in ref or "\\" in ref or ref.endswith(TEMPLATE_FILE_SUFFIXES)
-
-
-@dataclass(frozen=True)
-class TemplateSource:
-    """One template's bytes and where they came from: a project file (`path`) or the package."""
-
-    ref: str
-    """As configured: a packaged name or a project file path."""
-    label: str
-    """Where the bytes were read (for messages): the project path or novelty_audit/prompts/<file>."""
-    data: bytes
-    path: str | None
-    """The project file (as configured, relative to the project root); None for a packaged template."""
-
-    @property
-    def jinja(self) -> bool:
-        return self.path is not None and self.path.endswith(JINJA_SUFFIXES)
-
-    @property
-    def text(self) -> str:
-        return self.data.decode("utf-8")
-
-    @property
-    def sha256(self) -> str:
-        return digest_bytes(self.data)
-
-    def knob(self) -> dict[str, Any]:
-        """`{"prompt_files": {path: sha256}}` for a judge's config (empty for a packaged template, whose bytes
-        are covered by its versioned name and the prompt digest): an edit then names the file in the audit."""
-        return {"prompt_files": {self.path: self.sha256}} if self.path is not None else {}
-
-    def variables(self, text: str | None = None) -> set[str]:
-        """The variables `text` (default: the whole template) uses."""
-        text = self.text if text is None else text
-        if not self.jinja:
-            return set(_PLACEHOLDER.findall(text))
-        from jinja2 import TemplateSyntaxError, meta
-
-        try:
-            return set(meta.find_undeclared_variables(_jinja_env().parse(text)))
-        except TemplateSyntaxError as exc:
-            raise ConfigError(f"prompt template {self.label}, line {exc.lineno}: Jinja2 syntax error: {exc.message}") from None
-
-    def check(self, allowed: Collection[str], *, required: Collection[str] = (), text: str | None = None) -> None:
-        """Refuse a template using a variable outside `allowed` (naming file and variable), or lacking a `required` one."""
-        used = self.variables(text)
-        unknown = sorted(used - set(allowed))
-        if unknown:
-            raise ConfigError(
-                f"prompt template {self.label}: undefined variable {', '.join('{{' + v + '}}' for v in unknown)}",
-                hint=f"variables of this template: {', '.join('{{' + v + '}}' for v in allowed)}",
-            )
-        missing = [v for v in required if v not in used]
-        if missing:
-            raise ConfigError(
-                f"prompt template {self.label}: never uses {', '.join('{{' + v + '}}' for v in missing)}",
-                hint="a judge template must show the idea(s) it asks about",
-            )
-
-    def render(self, variables: Mapping[str, str], text: str | None = None) -> str:
-        """`text` (default: the whole template) with `variables` filled in; a variable the template uses but
-        `variables` lacks is a ConfigError naming the file and the variable. `{{name}}` templates are filled
-        in one pass, so a value is never read as a template itself."""
-        text = self.text if text is None else text
-        self.check(variables, text=text)
-        if self.jinja:
-            from jinja2 import TemplateError
-
-            try:
-                return _jinja_env().from_string(text).render(**variables)
-            except TemplateError as exc:  # e.g. {{ idea_a.missing }}, or an operation the sandbox refuses
-                raise ConfigError(f"prompt template {self.label}: {type(exc).__name__}: {exc}") from None
-        return _PLACEHOLDER.sub(lambda m: variables[m.group(1)], text)
-
-
-def _jinja_env():
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
-
-    # Sandboxed: a template file is data, not code. keep_trailing_newline: the bytes shown are the bytes written.
-    return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
 
 
 def resolve_template(ref: str, *, packaged: str | None = None, root: str | Path | None = None) -> TemplateSource:
-    """The template `ref` names: a project file (relative to `root`, default the working directory, i.e. the
-    project root) when `is_template_file(ref)`, else the packaged file `packaged` (default `<ref>.txt`) in
-    novelty_audit/prompts. A missing or non-UTF-8 file is a ConfigError naming it."""
-    if not is_template_file(ref):
-        name = packaged if packaged is not None else f"{ref}.txt"
-        return TemplateSource(ref=ref, label=f"novelty_audit/prompts/{name}", data=_read(name), path=None)
-    rel = Path(ref)
-    if rel.is_absolute() or ".." in rel.parts:
-        raise ConfigError(f"prompt template {ref}: give a path inside the project, relative to its root", hint="e.g. prompts/my-judge.jinja2")
-    full = Path(root or Path.cwd()) / rel
-    if not full.is_file():
-        raise ConfigError(
-            f"prompt template file {ref} does not exist (looked in {full.parent})",
-            hint="paths are relative to the project root; packaged templates are named without a suffix, e.g. reference-v1",
-        )
-    data = full.read_bytes()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"prompt template {ref}: not UTF-8 text (byte {exc.start})") from None
-    return TemplateSource(ref=ref, label=rel.as_posix(), data=data, path=rel.as_posix())
+    """The judge template `ref` names (`novelty_audit.templates.resolve_template`), a missing packaged one
+    listing the judge templates that exist."""
+    return _resolve(ref, packaged=packaged, root=root, hint=f"known: {', '.join(prompt_names())}")
 
 
 def template_knobs(templates: Mapping[str, Any] | Collection[Any]) -> dict[str, Any]:
@@ -200,8 +86,7 @@ def template_knobs(templates: Mapping[str, Any] | Collection[Any]) -> dict[str, 
 
 def prompt_names() -> list[str]:
     """Judge templates shipped with the package (task-variant-version); other stages' prompts are not listed."""
-    root = resources.files("novelty_audit").joinpath("prompts")
-    return sorted(p.name[: -len(".txt")] for p in root.iterdir() if p.name.endswith(".txt") and p.name.startswith(("pairwise-", "pointwise-")))
+    return packaged_names("pairwise-", "pointwise-")
 
 
 @dataclass(frozen=True)

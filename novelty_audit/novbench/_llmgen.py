@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,6 +23,7 @@ from ..artifacts import canonical_bytes, digest_bytes, digest_obj
 from ..config import Frozen
 from ..config._judge import GeneratorSpec, JudgeParams
 from ..errors import ConfigError
+from ..templates import packaged, packaged_file, packaged_names
 from ..judges._base import JudgeContext
 from ..judges._cache import call_key
 from ..judges._llm import TRUNCATING_FINISH, LLMArgs
@@ -47,17 +47,13 @@ class ReviewArgs(Frozen):
     """Template version: prompts/review-<mode>-<prompt>.txt."""
 
 
-def prompt_path(mode: str, version: str) -> Path:
-    return Path(str(resources.files("novelty_audit").joinpath("prompts", f"review-{mode}-{version}.txt")))
-
-
 def load_template(generator: str, mode: str, version: str) -> tuple[Path, str]:
     """A generator's review template (path, text); a missing one is a params error naming the generator."""
-    path = prompt_path(mode, version)
-    if not path.is_file():
-        raise ConfigError(f"params.yaml judge.generators.{generator}.args.prompt: no template {path.name}",
-                          hint="packaged: review-zero-v1, review-few-v1, review-rag-v1")
-    return path, path.read_text(encoding="utf-8")
+    name = f"review-{mode}-{version}.txt"
+    missing = f"params.yaml judge.generators.{generator}.args.prompt: no template {name}"
+    hint = f"packaged: {', '.join(packaged_names('review-'))}"
+    path = packaged_file(name, missing=missing, hint=hint)
+    return path, packaged(name, missing=missing, hint=hint).text
 
 
 def prompt_context(p: Paper, pool: Sequence[Paper], mode: str, k: int, seed: int) -> list[Any]:

@@ -3,6 +3,7 @@
 from ..config import EXTRACTOR_IDS, LLMSpec, PinnedFile, RecoveryParams, SignalsParams
 from ._build import SignalsOutput, build_signals, recorded_signals
 from ._extract import (
+    CALL_FAILED,
     EXCLUSION_SCHEMA,
     PAPER_SCHEMA,
     REJECTION_SCHEMA,
@@ -12,7 +13,7 @@ from ._extract import (
     llm_snippets,
     rule_snippets,
 )
-from ._llm import CallStats, ChatClient, LLMExtraction, llm_extract, load_text_prompt, parse_json_answer
+from ._llm import CallStats, ChatAnswer, ChatClient, LLMExtraction, llm_extract, load_text_prompt, parse_json_answer
 from ._inputs import (
     ACCEPT_COMMAND,
     ReviewFiles,
@@ -47,6 +48,7 @@ __all__ = [
     "PinnedFile",
     "RecoveryParams",
     "SignalsParams",
+    "CALL_FAILED",
     "EXCLUSION_SCHEMA",
     "PAPER_SCHEMA",
     "REJECTION_SCHEMA",
@@ -56,6 +58,7 @@ __all__ = [
     "llm_snippets",
     "rule_snippets",
     "CallStats",
+    "ChatAnswer",
     "ChatClient",
     "LLMExtraction",
     "llm_extract",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import polars as pl
 from ..config import SignalsParams
 from ..errors import BadInputError, ConfigError
 from ._extract import (
+    CALL_FAILED,
     REJECTION_SCHEMA,
     SNIPPET_SCHEMA,
     exclusions_table,
@@ -42,6 +44,9 @@ class SignalsOutput:
     recovery: pl.DataFrame
     scores: dict[str, Any]
     facts: dict[str, Any] = field(default_factory=dict)
+    failed: Counter[str] = field(default_factory=Counter)
+    """Failed LLM calls by reason (each distinct call once): the outputs are then incomplete, every failed
+    item listed in `rejections` with reason `call failed: <reason>`; the next run asks only those calls."""
 
 
 def recorded_signals(benchmark: dict[str, pl.DataFrame], datasets: list[str]) -> dict[str, list[tuple[str, str]]]:
@@ -146,6 +151,7 @@ def build_signals(
 
     scores: dict[str, Any] = {}
     recovery_frames = []
+    sentence_failures: dict[str, dict[str, Any]] = {}
     for name in sp.extractors:
         if name == "rules":
             def classify(s: str) -> str | None:
@@ -153,8 +159,12 @@ def build_signals(
         else:
             assert client is not None
 
-            def classify(s: str, _c: ChatClient = client) -> str | None:
+            def classify(s: str, _c: ChatClient = client, _ext: str = extractor_id(name, model=sp.llm.model)) -> str | None:
                 got = llm_extract(_c, {"review": s})
+                if got.failed is not None:  # scored as no signal in this (incomplete) run; listed, asked again next run
+                    sentence_failures.setdefault(s, {"paper_id": None, "review_id": None, "extractor": _ext, "polarity": "",
+                                                     "snippet": s, "reason": f"{CALL_FAILED}: {got.failed}"})
+                    return None
                 pols = {pol for pol, *_ in got.accepted}
                 return None if not pols else "negative" if "negative" in pols else "positive"
 
@@ -171,14 +181,20 @@ def build_signals(
             "negative": int(snippets.filter((pl.col("extractor") == ext) & (pl.col("polarity") == "negative")).height),
         }
         if name == "llm":
-            rej = [r for r in rejection_rows if r["extractor"] == ext]
+            rej = [r for r in rejection_rows if r["extractor"] == ext and not r["reason"].startswith(CALL_FAILED)]
             entry["llm_rejected"] = {"total": len(rej), "not_verbatim": sum(r["reason"] == "not verbatim in the review" for r in rej)}
         scores[name] = entry
         recovery_frames.append(rec_rows)
     facts: dict[str, Any] = {}
+    failed: Counter[str] = Counter()
     if client is not None:
         facts = {"llm_calls": client.stats.calls, "llm_cache_hits": client.stats.cache_hits,
                  "llm_input_tokens": client.stats.input_tokens, "llm_output_tokens": client.stats.output_tokens}
+        failed.update(client.failures.values())
+        if failed:
+            facts["llm_failed"] = dict(sorted(failed.items()))
+            scores["llm"]["llm_failed"] = {"total": sum(failed.values()), "reasons": dict(sorted(failed.items()))}
+    rejection_rows.extend(sentence_failures[s] for s in sorted(sentence_failures))
     return SignalsOutput(
         papers=papers_df,
         reviews=reviews_table(papers).sort("review_id"),
@@ -195,4 +211,5 @@ def build_signals(
             "excluded_records": sum(x.drops_data for x in problems),
         },
         facts=facts,
+        failed=failed,
     )

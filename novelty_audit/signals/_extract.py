@@ -19,6 +19,7 @@ __all__ = [
     "SNIPPET_SCHEMA",
     "EXCLUSION_SCHEMA",
     "REJECTION_SCHEMA",
+    "CALL_FAILED",
     "rule_snippets",
     "llm_snippets",
     "papers_table",
@@ -73,6 +74,9 @@ REJECTION_SCHEMA = {
     "snippet": pl.String,
     "reason": pl.String,
 }
+"""llm_rejections.parquet: what the LLM extractor could not use, each with its reason. A call that failed has
+reason `call failed: <reason>` (no answer to use), one row per review or per scored sentence."""
+CALL_FAILED = "call failed"
 
 
 def extractor_id(name: str, *, model: str | None = None) -> str:
@@ -117,6 +121,12 @@ def llm_snippets(paper: Paper, sections: Sequence[str], client: ChatClient) -> t
     rows, rejected = [], []
     for review in paper.reviews:
         got = llm_extract(client, {s: getattr(review, s) for s in sections})
+        if got.failed is not None:  # no answer: recorded with its reason, asked again by the next run
+            rejected.append(
+                {"paper_id": paper.paper_id, "review_id": paper.review_id(review), "extractor": ext,
+                 "polarity": "", "snippet": "", "reason": f"{CALL_FAILED}: {got.failed}"}
+            )
+            continue
         for polarity, snippet, section, start in got.accepted:
             rows.append(_snippet(paper, review, ext, polarity, section, start, snippet, "llm"))
         for polarity, snippet, reason in got.rejected:

@@ -9,7 +9,6 @@ keeping its comments (as `novelty-audit pin --accept` does for the benchmark).
 
 from __future__ import annotations
 
-from importlib import resources
 import posixpath
 from bisect import bisect_left
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 from ..artifacts import atomic_write_bytes, check_pinned_file, csv_records, digest_file
 from ..config import PinnedFile, SignalsParams, round_trip_yaml
 from ..errors import BadInputError, ConfigError, PinMismatchError
+from ..templates import packaged_file
 from ._llm import PROMPT_NAME
 
 __all__ = [
@@ -47,10 +47,7 @@ def _listing(items: list[str]) -> str:
 
 def prompt_path(name: str) -> Path:
     """The file of a prompt shipped in novelty_audit/prompts/ (an input of every stage that sends it)."""
-    path = Path(str(resources.files("novelty_audit").joinpath("prompts", f"{name}.txt")))
-    if not path.is_file():
-        raise ConfigError(f"prompt novelty_audit/prompts/{name}.txt not found")
-    return path
+    return packaged_file(f"{name}.txt", missing=f"prompt novelty_audit/prompts/{name}.txt not found")
 
 
 def check_file_pin(section: str, pin: PinnedFile, root: Path = Path("."), *, accept_hint: str | None = None) -> Path:

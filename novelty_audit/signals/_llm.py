@@ -15,23 +15,20 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ..config import LLMSpec
 from ..artifacts import canonical_bytes, digest_bytes
 from ..errors import ConfigError, NoveltyAuditError
+from ..templates import packaged
 
-__all__ = ["ChatClient", "CallStats", "load_text_prompt", "LLMExtraction", "llm_extract", "parse_json_answer"]
+__all__ = ["ChatAnswer", "ChatClient", "CallStats", "load_text_prompt", "LLMExtraction", "llm_extract", "parse_json_answer"]
 
 
 def load_text_prompt(name: str) -> str:
     """A prompt file shipped in novelty_audit/prompts/ (its bytes enter every call key)."""
-    try:
-        return resources.files("novelty_audit").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"prompt novelty_audit/prompts/{name}.txt not found") from None
+    return packaged(f"{name}.txt", missing=f"prompt novelty_audit/prompts/{name}.txt not found").text
 
 
 @dataclass
@@ -40,8 +37,21 @@ class CallStats:
 
     calls: int = 0
     cache_hits: int = 0
+    failed: int = 0
+    """Calls that failed after their retries (asked again by the next run)."""
     input_tokens: int = 0
     output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ChatAnswer:
+    """One call's outcome: the answer text, or the reason it failed (`failure`, e.g. "HTTP 500")."""
+
+    key: str
+    """The call key (the call-cache entry the answer is stored under)."""
+    text: str | None
+    failure: str | None = None
+    detail: str | None = None
 
 
 @dataclass
@@ -53,7 +63,10 @@ class ChatClient:
     purpose: str
     """What the client is for (named in errors), e.g. 'signals.llm'."""
     stats: CallStats = field(default_factory=CallStats)
+    failures: dict[str, str] = field(default_factory=dict)
+    """Call key → reason, for the calls of this run that failed (each distinct call once)."""
     _client: Any = None
+    _failed: dict[str, ChatAnswer] = field(default_factory=dict)
 
     def sampling(self) -> dict[str, Any]:
         return {"temperature": self.spec.temperature, "max_tokens": self.spec.max_tokens}
@@ -71,15 +84,30 @@ class ChatClient:
         )
 
     def complete(self, messages: list[dict[str, str]], *, replicate: int = 0) -> str:
-        """The answer text, from the cache when this exact call was answered before.
+        """The answer text, from the cache when this exact call was answered before; a call that failed
+        stops the run with its reason (exit 2; answered calls stay cached). See `ask` for failures as values.
 
         `replicate` tells apart repeated samples of one prompt (it is the cache key's vote index). While
         another process sharing the cache asks the same call, this one waits for its answer instead of
         paying for it again."""
+        got = self.ask(messages, replicate=replicate)
+        if got.failure is not None:
+            raise NoveltyAuditError(
+                f"{self.purpose}: the call to model '{self.spec.model}' failed: {got.failure} ({got.detail})",
+                hint="answered calls are cached; rerun to resume",
+            )
+        assert got.text is not None
+        return got.text
+
+    def ask(self, messages: list[dict[str, str]], *, replicate: int = 0) -> ChatAnswer:
+        """The answer, or the failure's reason when the call failed after its retries (nothing is cached
+        then, so the next run asks it again). Only a rejected key or a missing one stops the run."""
         from ..judges import CallCache
 
-        cache = CallCache(self.cache_root)
         key = self.key(messages, replicate)
+        if key in self._failed:  # asked and failed in this run already: not paid for twice
+            return self._failed[key]
+        cache = CallCache(self.cache_root)
         text = _cached_text(cache, key)
         if text is None:
             claim = _claim(cache, key)
@@ -90,24 +118,30 @@ class ChatClient:
             finally:
                 claim.release()
         self.stats.cache_hits += 1
-        return text
+        return ChatAnswer(key, text)
 
-    def _ask(self, cache: Any, key: str, messages: list[dict[str, str]]) -> str:
-        text, usage, finish = self._send(messages)
+    def _ask(self, cache: Any, key: str, messages: list[dict[str, str]]) -> ChatAnswer:
+        try:
+            text, usage, finish = self._send(messages)
+        except _CallFailed as exc:
+            self.stats.failed += 1
+            got = self._failed[key] = ChatAnswer(key, None, exc.reason, exc.detail)
+            self.failures[key] = exc.reason
+            return got
         self.stats.calls += 1
         self.stats.input_tokens += usage["input_tokens"] or 0
         self.stats.output_tokens += usage["output_tokens"] or 0
         cache.put(key, {"text": text, "model": self.spec.model, "backend": self.spec.backend, "finish_reason": finish,
                         "prompt_sha256": digest_bytes(canonical_bytes(messages)), **usage})  # fmt: skip
-        return text
+        return ChatAnswer(key, text)
 
     def _send(self, messages: list[dict[str, str]]) -> tuple[str, dict[str, int | None], str | None]:
         """(text, usage, finish_reason). HTTP faults are retried by the SDK; a malformed HTTP 200 body
         (not JSON, no choices, no message) is retried here with the same kind of backoff. A call still
-        failing after `max_retries` stops the run with the reason (answered calls stay cached)."""
+        failing after `max_retries` raises `_CallFailed` with its reason."""
         import openai
 
-        from ..judges._llm import CallFault, json_body
+        from ..judges._llm import CallFault, connection_fault, json_body
         from ..judges._openai import read_openai_answer
 
         if self._client is None:
@@ -134,26 +168,31 @@ class ChatClient:
                 )
             except openai.AuthenticationError:
                 raise ConfigError(f"{self.purpose}: the endpoint rejected the key from {self.spec.api_key_env}") from None
+            except openai.APIConnectionError as exc:
+                fault = connection_fault(exc, self.spec.timeout_s)
+                raise _CallFailed(fault.reason, _redact(fault.detail or "", self.spec.api_key_env)) from None
+            except openai.APIStatusError as exc:
+                raise _CallFailed(f"HTTP {exc.status_code}", _redact(f"{type(exc).__name__}: {exc}", self.spec.api_key_env)[:300]) from None
             except openai.APIError as exc:
-                raise NoveltyAuditError(
-                    f"{self.purpose}: the call to model '{self.spec.model}' failed ({type(exc).__name__}: {_redact(str(exc), self.spec.api_key_env)})",
-                    hint="answered calls are cached; rerun to resume",
-                ) from None
+                raise _CallFailed(type(exc).__name__, _redact(str(exc), self.spec.api_key_env)[:300]) from None
             try:
                 answer = read_openai_answer(json_body(raw))
             except CallFault as exc:
                 if attempt + 1 < attempts:
                     time.sleep(min(8.0, 0.5 * 2**attempt) * (0.5 + random.random() / 2))  # the SDK's own schedule
                     continue
-                raise NoveltyAuditError(
-                    f"{self.purpose}: the call to model '{self.spec.model}' failed: {exc.reason} after {attempts} attempt(s) ({exc.detail})",
-                    hint="answered calls are cached; rerun to resume",
-                ) from None
+                raise _CallFailed(exc.reason, f"after {attempts} attempt(s): {exc.detail}") from None
             if answer.refused or answer.text is None:
-                raise NoveltyAuditError(f"{self.purpose}: model '{self.spec.model}' declined to answer (finish_reason={answer.finish_reason})")
+                raise _CallFailed("refusal", f"model '{self.spec.model}' declined to answer (finish_reason={answer.finish_reason})")
             usage = {"input_tokens": answer.input_tokens, "output_tokens": answer.output_tokens}
             return answer.text, usage, answer.finish_reason
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+class _CallFailed(Exception):
+    def __init__(self, reason: str, detail: str):
+        super().__init__(reason)
+        self.reason, self.detail = reason, detail
 
 
 def _cached_text(cache: Any, key: str) -> str | None:
@@ -201,6 +240,9 @@ class LLMExtraction:
     """(polarity, snippet, section, start): snippets found verbatim in a scanned section."""
     rejected: list[tuple[str, str, str]]
     """(polarity, snippet, reason): not verbatim, empty, or not a string; or the whole answer unparseable."""
+    failed: str | None = None
+    """The reason the call failed (no answer: nothing accepted or rejected); the next run asks it again."""
+    detail: str | None = None
 
 
 PROMPT_NAME = "signals-extract-v1"
@@ -211,7 +253,10 @@ def llm_extract(client: ChatClient, sections: dict[str, str], *, prompt: str | N
     template = prompt if prompt is not None else load_text_prompt(PROMPT_NAME)
     review = "\n\n".join(f"## {name.capitalize()}\n{text}" for name, text in sections.items() if text)
     messages = [{"role": "user", "content": template.replace("{review}", review)}]
-    answer = parse_json_answer(client.complete(messages))
+    got = client.ask(messages)
+    if got.failure is not None:
+        return LLMExtraction([], [], failed=got.failure, detail=got.detail)
+    answer = parse_json_answer(got.text or "")
     if not isinstance(answer, dict):
         return LLMExtraction([], [("", "", "answer is not a JSON object")])
     accepted: list[tuple[str, str, str, int]] = []

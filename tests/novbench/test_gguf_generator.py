@@ -161,3 +161,12 @@ def test_gemma_writes_evaluations_that_are_parsed_or_counted_invalid_and_replays
     assert [r["text"] for r in again.generate(papers[:3])] == [r["text"] for r in rows]
     assert again.facts()["generated"] == 0 and again.facts()["cache_hits"] == 3
     assert _gen(tmp_path, **{**knobs, "seed": 1}).config_digest != g.config_digest
+
+
+PINNED_GGUF_KEY = "b04e37cb3a09a164e8b7a076dfb95d7d64c7e018a8533ffaa3b41c421334a6ba"
+
+
+def test_a_gguf_generator_call_key_is_pinned(fake, tmp_path: Path, papers) -> None:
+    # The stand-in model file's bytes are fixed, so the key (model id, rendered prompt, sampling) is too.
+    row = _gen(tmp_path).generate(papers[:1])[0]
+    assert row["call_digests"] == [PINNED_GGUF_KEY]

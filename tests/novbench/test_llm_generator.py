@@ -101,3 +101,22 @@ def test_judge_only_args_are_refused_naming_the_field(tmp_path: Path, mock: Mock
         gen(tmp_path, mock, votes=3)
     with pytest.raises(ConfigError, match=r"judge.generators.gpt-mock.args.mode"):
         gen(tmp_path, mock, mode="two-shot")
+
+
+PINNED_ZERO_PROMPT_SHA256 = "3bf879bc581573336c74494a357772ff307c5f0885a587e3f604876db30cecc8"
+PINNED_SAMPLING = {"temperature": 1.0, "top_p": None, "max_tokens": 512, "seed": None, "reasoning_effort": None, "extra": {}}
+
+
+def test_a_zero_shot_call_sends_the_pinned_prompt_bytes_under_the_judges_call_key(tmp_path: Path, mock: MockLLM, papers) -> None:
+    from novelty_audit.artifacts import canonical_bytes, digest_bytes
+    from novelty_audit.judges import CallCache, call_key
+
+    rows = gen(tmp_path, mock).generate(papers[:1])
+    (req,) = mock.requests
+    messages = req.body["messages"]
+    # The template's bytes and the rendering decide the prompt; a loader change must not move them.
+    assert digest_bytes(canonical_bytes(messages)) == PINNED_ZERO_PROMPT_SHA256
+    key = call_key(backend="openai", model="mock", endpoint=mock.base_url, sampling=PINNED_SAMPLING,
+                   prompt_bytes=canonical_bytes(messages), vote_index=0)
+    assert rows[0]["call_digests"] == [key]
+    assert CallCache(tmp_path / "cache" / "calls").get(key) is not None

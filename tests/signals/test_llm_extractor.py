@@ -110,16 +110,17 @@ def test_a_malformed_http_200_is_retried_and_then_answered(mock: MockLLM, tmp_pa
     assert len(got.accepted) == 2 and mock.count == 2
 
 
-def test_a_call_malformed_every_time_stops_with_its_reason_and_no_traceback(mock: MockLLM, tmp_path: Path) -> None:
-    mock.add_rule("routing credit", "html")
-    client = ChatClient(_client(mock, tmp_path).spec.model_copy(update={"max_retries": 1}), tmp_path / "cache" / "calls", "signals.llm")
-    with pytest.raises(NoveltyAuditError, match=r"signals\.llm: the call to model 'mock-extractor' failed: malformed response after 2 attempt\(s\)"):
-        llm_extract(client, REVIEW)
-    assert mock.count == 2
-
-
 def test_the_cache_entry_records_the_finish_reason(mock: MockLLM, tmp_path: Path) -> None:
     client = _client(mock, tmp_path)
     llm_extract(client, REVIEW)
     (path,) = (tmp_path / "cache" / "calls").glob("??/*.json")
     assert CallCache(tmp_path / "cache" / "calls").get(path.stem)["finish_reason"] == "stop"
+
+
+def test_a_signals_call_key_is_pinned(tmp_path: Path) -> None:
+    from novelty_audit.signals import load_text_prompt
+
+    spec = LLMSpec(enabled=True, model="mock-extractor", base_url="http://127.0.0.1:9/v1", api_key_env="X")
+    review = load_text_prompt("signals-extract-v1").replace("{review}", "## Strengths\nNovel.")
+    key = ChatClient(spec, tmp_path, "signals.llm").key([{"role": "user", "content": review}])
+    assert key == "04c75cc88a022d4a8b16f0adbf88f5fce1440c3b6a5aa67713b56fd676d8fc42"
