@@ -4,7 +4,8 @@ Usage: python benchmarks/bench_tests.py [--runs N] [--busy K] [--slowest 20] [py
 
 The command is the `python -m pytest …` part of the README's test command (the line after `<!-- test-command -->`,
 the one `.ci/run` runs); pytest arguments given here are appended (a path narrows it to a subset). Each run adds
-`--durations=<slowest>` and prints its wall time, the load average (1 min) at start and end, and the slowest tests.
+`--durations=<slowest>` and prints its wall time, its CPU time (pytest and the processes it waited for; steadier
+than wall time on a shared machine), the load average (1 min) at start and end, and the slowest tests.
 `--busy K` starts K busy loops (one Python process each) beside the runs and stops them after, the "beside two
 busy loops" check of the test-suite goal. `--runs N` runs the command N times in a row.
 The last line is one JSON object: `seconds` (the slowest run), `passed` (the fewest), `failed` (failed + errors,
@@ -17,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shlex
 import subprocess
 import sys
@@ -59,15 +61,19 @@ def _slowest(output: str, n: int) -> list[str]:
 def run_once(cmd: list[str], slowest: int) -> dict:
     """Run the command once from the repository root; its figures."""
     load0 = os.getloadavg()[0]
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     res = subprocess.run([*cmd, f"--durations={slowest}"], cwd=REPO, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU time (user + sys of pytest and the processes it waited for): moves less than wall time on a shared machine.
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     out = res.stdout + res.stderr
     counts = _counts(out)
     if res.returncode not in (0, 1) and counts["failed"] + counts["errors"] == 0:
         counts["errors"] = 1  # interrupted, a usage error, or no test collected: a failure here
         print(out[-4000:], file=sys.stderr)
-    return {"seconds": round(seconds, 1), **counts, "returncode": res.returncode, "load_start": round(load0, 2),
+    return {"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), **counts, "returncode": res.returncode, "load_start": round(load0, 2),
             "load_end": round(os.getloadavg()[0], 2), "slowest": _slowest(out, slowest)}
 
 
@@ -85,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(args.runs):
             r = run_once(cmd, args.slowest)
             runs.append(r)
-            print(f"run {i + 1}/{args.runs}: {r['seconds']:.1f} s, {r['passed']} passed, {r['failed']} failed, "
+            print(f"run {i + 1}/{args.runs}: {r['seconds']:.1f} s (CPU {r['cpu_seconds']:.1f} s), {r['passed']} passed, {r['failed']} failed, "
                   f"{r['errors']} errors, {r['skipped']} skipped (load {r['load_start']} → {r['load_end']}, "
                   f"{args.busy} busy loops)", flush=True)
             for line in r["slowest"]:
