@@ -2,29 +2,30 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-BENCH = REPO / "data" / "novelty-judge-bench"
 
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of params.yaml, dvc.yaml and the pinned benchmark in a temp dir, made the cwd."""
-    for name in ("params.yaml", "dvc.yaml"):
-        shutil.copy(REPO / name, tmp_path / name)
-    shutil.copytree(BENCH, tmp_path / "data" / "novelty-judge-bench")
-    shutil.copytree(REPO / "data" / "novbench", tmp_path / "data" / "novbench")  # params.yaml pins a NovBench file too
-    shutil.copytree(REPO / "data" / "published", tmp_path / "data" / "published")  # report.published is pinned too
-    shutil.copytree(REPO / "data" / "probes", tmp_path / "data" / "probes")  # probe.catalogue is pinned too
-    for p in (tmp_path / "data").rglob("*"):
-        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    from project_copy import make_project
+
+    make_project(tmp_path)
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture
+def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The small project of tests/tiny_project.py (the shipped code, dvc.yaml, params and data, benchmark files cut
+    to their first pairs and re-pinned) in a temp dir, made the cwd: for running real stages end to end cheaply."""
+    from tiny_project import make_tiny_project
+
+    root = make_tiny_project(tmp_path / "tiny")
+    monkeypatch.chdir(root)
+    return root
 
 
 @pytest.fixture

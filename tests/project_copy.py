@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -31,3 +32,17 @@ def ignore_run_state(directory: str, names: list[str]) -> set[str]:
     if Path(directory).resolve() == REPO:
         skip |= RUN_STATE & set(names)
     return skip
+
+
+def make_project(root: Path) -> Path:
+    """Copy params.yaml, dvc.yaml and the data they pin into `root`, files writable: the `project` fixture of
+    tests/conftest.py, and module-scoped fixtures that build one such project for several tests. Returns root."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name in ("params.yaml", "dvc.yaml"):
+        shutil.copy(REPO / name, root / name)
+    # The pinned benchmark, NovBench (pin), the published reference results (report) and the probe catalogue (probe).
+    for data in ("novelty-judge-bench", "novbench", "published", "probes"):
+        shutil.copytree(REPO / "data" / data, root / "data" / data)
+    for p in (root / "data").rglob("*"):
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    return root

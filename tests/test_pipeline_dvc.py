@@ -1,36 +1,36 @@
 """`dvc repro` from a fresh copy: runs every stage, a second repro runs none, status is clean,
 each stage's dvc.yaml deps cover every module its code digest hashes and every file in its identity;
-a failing repro leaves the last good outputs in place; failed calls make the repro fail until completed."""
+a failing repro leaves the last good outputs in place; failed calls make the repro fail until completed.
+
+The copies are the small project of tests/tiny_project.py (the shipped code, dvc.yaml, judges and data files, each
+benchmark file cut to its first pairs and re-pinned): what DVC and the stages do does not depend on the sizes."""
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import polars as pl
 import pytest
 import yaml
-from project_copy import REPO, ignore_run_state
+from project_copy import REPO
+from tiny_project import make_tiny_project
 
 from novelty_audit.artifacts import code_digest, declared_stages, load_manifest, uncovered_inputs
 
 
 def _sh(*cmd: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DVC_NO_ANALYTICS": "1", **(env or {})}
+    # The copy's own code runs (`cwd` is the copy's root): the code DVC hashes as deps is the code the stages run,
+    # whichever checkout the package happens to be installed from.
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PYTHONPATH": str(cwd), **(env or {})}
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, timeout=1800)
 
 
 @pytest.fixture(scope="module")
 def repro(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess, subprocess.CompletedProcess]:
-    root = tmp_path_factory.mktemp("clone") / "project"
-    shutil.copytree(REPO, root, ignore=ignore_run_state)
-    # Reuse the repository's embedding cache when there is one: embedding the corpus is slow and
-    # the cache is keyed by (model, text digest), so sharing it cannot change a result.
-    cache = REPO / ".novelty-audit" / "cache" / "embeddings"
-    if cache.exists():
-        shutil.copytree(cache, root / ".novelty-audit" / "cache" / "embeddings")
+    root = make_tiny_project(tmp_path_factory.mktemp("clone") / "project")
     for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["git", "add", "-A"],
                 ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]):
         res = _sh(*cmd, cwd=root)
@@ -67,6 +67,17 @@ def test_the_last_stage_recorded_the_run_in_the_ledger(repro):
     assert set(runs[0]["stages"]) == set(yaml.safe_load((root / "dvc.yaml").read_text())["stages"])
 
 
+def test_dvc_metrics_show_reads_the_published_metrics_json(repro):
+    """reports/metrics.json is declared for `dvc metrics`, and its by-reason dicts are numbers DVC can flatten
+    (moved here from tests/stages/test_metrics_stage.py, which reproduced pin → metrics once more for it)."""
+    root, _, _ = repro
+    shown = _sh("dvc", "metrics", "show", "--json", cwd=root)
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)[""]["data"]["reports/metrics.json"]["data"]
+    assert data["human-only"]["always-first"]["tie_rate"] == 1.0
+    assert data["human-only"]["always-first"]["n_error"] == 0
+
+
 def test_dvc_deps_cover_every_module_in_each_stage_code_digest():
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     for name, spec in stages.items():
@@ -79,7 +90,8 @@ def test_dvc_deps_cover_every_module_in_each_stage_code_digest():
 
 
 def test_every_identity_input_of_every_stage_is_a_dvc_dep_of_that_stage(repro):
-    """The default params, every stage: what a stage hashed into its identity, DVC watches (issue 9.6)."""
+    """The default params (every judge and section as shipped, sizes cut), every stage: what a stage hashed into its
+    identity, DVC watches (issue 9.6)."""
     root, _, _ = repro
     declared = declared_stages(root / "dvc.yaml")
     for name, spec in declared.items():
@@ -88,7 +100,7 @@ def test_every_identity_input_of_every_stage_is_a_dvc_dep_of_that_stage(repro):
         assert uncovered_inputs([r.path for r in m.inputs], spec.deps) == [], f"stage {name}"
 
 
-# -- a small pin + judge project: cheap enough for failure cases ------------------------------------------------
+# -- pin + probe + judge only, control judges: cheap enough for failure cases ------------------------------------------------
 
 CONTROLS = {"always-first": {"backend": "always-first"}, "random": {"backend": "random"}}
 
@@ -101,8 +113,7 @@ def _write_params(root: Path, judges: dict, **judge_section) -> None:
 
 @pytest.fixture
 def small(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    shutil.copytree(REPO, root, ignore=ignore_run_state)
+    root = make_tiny_project(tmp_path / "project")
     doc = yaml.safe_load((root / "dvc.yaml").read_text())
     doc["stages"] = {n: doc["stages"][n] for n in ("pin", "probe", "judge")}  # judge depends on artifacts/probe
     doc.pop("plots", None)
@@ -162,15 +173,15 @@ def test_failed_calls_make_repro_fail_and_the_next_repro_asks_exactly_them(small
             "model": "mock", "base_url": mock.base_url, "api_key_env": "MOCK_API_KEY", "votes": 1, "max_retries": 0}}})
         _sh("git", "add", "-A", cwd=small)
         # Every prompt holding one of these ideas fails, permanently: about a tenth of the request bodies.
-        for idea in pairs["idea_0"].to_list()[::20]:
+        for idea in pairs["idea_0"].to_list()[::10]:
             mock.add_rule(texts[idea][:80], "500")
         env_key = {"MOCK_API_KEY": "sk-test"}
         first = _sh("dvc", "repro", cwd=small, env=env_key)
         assert first.returncode != 0, first.stdout
         assert "calls failed: HTTP 500" in first.stdout + first.stderr
         failed = int(pl.read_parquet(small / "artifacts/judge/verdicts.parquet")["n_error"].sum())
-        assert 0 < failed < 308
         asked = mock.count
+        assert 0 < failed < asked  # some calls failed, not all
         mock.reset()
         second = _sh("dvc", "repro", cwd=small, env=env_key)
         assert second.returncode == 0, second.stdout + second.stderr

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import polars as pl
 import pytest
 from mock_llm import MockLLM
+from project_copy import make_project
 from probe_world import CONTROLS, add_catalogue, gullible, mock_judge, run, set_params
 
 
-@pytest.fixture
-def world(project):
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """Built once for the module (pin → metrics with three mock judges): the tests below only read it."""
+    project = make_project(tmp_path_factory.mktemp("probe") / "project")
     add_catalogue(project)
-    with MockLLM(answer=gullible) as mock:
+    with MockLLM(answer=gullible) as mock, contextlib.chdir(project):
         set_params(project, {**CONTROLS, "gullible": mock_judge(mock.base_url),
                              "gullible-delimited": mock_judge(mock.base_url, guard={"delimit": True}),
                              "gullible-data-notice": mock_judge(mock.base_url, guard={"data_notice": True})})

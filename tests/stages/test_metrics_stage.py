@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import orjson
@@ -121,16 +119,18 @@ def test_without_judge_outputs_the_stage_says_which_stage_to_run(project):
     assert "judge" in exc.value.hint
 
 
-@pytest.mark.slow
-def test_controls_through_pin_judge_and_metrics_give_their_known_values(project):
-    raw = yaml.safe_load((project / "params.yaml").read_text())
+def test_controls_through_pin_judge_and_metrics_give_their_known_values(tiny):
+    """The real pin, judge and metrics stages on the small project (every split's first pairs, NovBench's first papers)."""
+    from tiny_project import PAIRS
+
+    raw = yaml.safe_load((tiny / "params.yaml").read_text())
     raw["judge"]["judges"] = {n: {"backend": n} for n in ("always-first", "always-second", "random", "abstain")}
     raw["judge"]["progress"] = False
     raw["metrics"]["bootstrap_resamples"] = 1000
-    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    (tiny / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     for name in ("pin", "judge", "metrics"):
         run_stage(name)
-    doc = orjson.loads((project / "reports/metrics.json").read_bytes())
+    doc = orjson.loads((tiny / "reports/metrics.json").read_bytes())
     assert sorted(doc) == ["human-only", "human-plus-generated", "novbench-change"]  # NovBench: its generators
     for ds in ("human-only", "human-plus-generated"):
         first = doc[ds]["always-first"]
@@ -138,37 +138,9 @@ def test_controls_through_pin_judge_and_metrics_give_their_known_values(project)
         assert (first["strict_accuracy"], first["tie_rate"], first["coverage"]) == (0.0, 1.0, 1.0)
         assert first["order_flip_rate"] == 1.0 and first["first_position_rate"] == 1.0
         assert doc[ds]["abstain"]["verdict_rate"] == 0.0 and doc[ds]["abstain"]["strict_accuracy"] == 0.0
-        assert doc[ds]["abstain"]["n_pairs"] == 154
-    assert load_manifest(project / "artifacts/metrics").summary["human-only"]["judges"] == 4
+        assert doc[ds]["abstain"]["n_pairs"] == PAIRS
+    assert load_manifest(tiny / "artifacts/metrics").summary["human-only"]["judges"] == 4
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(shutil.which("dvc") is None, reason="dvc is not installed")
-def test_dvc_repro_declares_metrics_json_for_dvc_metrics(project):
-    raw = yaml.safe_load((project / "params.yaml").read_text())
-    raw["judge"]["judges"] = {"always-first": {"backend": "always-first"}, "random": {"backend": "random"}}
-    raw["judge"]["progress"] = False
-    raw["metrics"]["bootstrap_resamples"] = 200
-    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
-    repo = Path(__file__).resolve().parents[2]
-    for d in ("novelty_audit", "stages"):
-        shutil.copytree(repo / d, project / d, ignore=shutil.ignore_patterns("__pycache__"))
-    # every source dep of every stage (data, prompts): dvc checks each dep of each stage it runs, and the
-    # metrics stage's ancestors are whatever dvc.yaml says they are
-    stages = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
-    for stage in stages.values():
-        for dep in stage.get("deps", []):
-            if not dep.startswith("artifacts/") and not (project / dep).exists() and (repo / dep).exists():
-                src = repo / dep
-                (project / dep).parent.mkdir(parents=True, exist_ok=True)
-                (shutil.copytree if src.is_dir() else shutil.copy)(src, project / dep, **({"ignore": shutil.ignore_patterns("__pycache__")} if src.is_dir() else {}))
-    (project / "reports").mkdir(exist_ok=True)
-    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
-    subprocess.run(["dvc", "init", "-q"], cwd=project, check=True)
-    repro = subprocess.run(["dvc", "repro", "-q", "metrics"], cwd=project, capture_output=True, text=True)
-    assert repro.returncode == 0, repro.stdout + repro.stderr
-    shown = subprocess.run(["dvc", "metrics", "show", "--json"], cwd=project, capture_output=True, text=True)
-    assert shown.returncode == 0, shown.stderr  # the by-reason dicts are numbers dvc can flatten
-    data = json.loads(shown.stdout)[""]["data"]["reports/metrics.json"]["data"]
-    assert data["human-only"]["always-first"]["tie_rate"] == 1.0
-    assert data["human-only"]["always-first"]["n_error"] == 0
+# `dvc metrics show` reading reports/metrics.json (the by-reason dicts flatten to numbers): tests/test_pipeline_dvc.py,
+# on the pipeline it reproduces.
