@@ -16,7 +16,8 @@ import numpy as np
 
 from ..artifacts import digest_file, digest_obj, read_json, write_json
 from ..errors import require
-from ..judges.distance._embed import text_digest
+from ..judges import resolve_gguf
+from ..judges.distance import text_digest
 
 __all__ = ["GgufFluency", "perplexity_from_logits"]
 
@@ -38,8 +39,6 @@ class GgufFluency:
     """Perplexities under a GGUF causal LM (default: the packaged gemma3-270m), fixed threads and seed."""
 
     def __init__(self, cache_root: Path, model: str = "gemma3-270m", *, n_ctx: int = 512, threads: int = 2):
-        from ..judges._gguf import resolve_gguf
-
         llama_cpp = require("llama_cpp", extra="gguf")
         self.path = resolve_gguf(model, Path(cache_root))
         self.name = f"{self.path.name}@{digest_file(self.path)[:16]}"

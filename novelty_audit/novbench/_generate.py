@@ -3,93 +3,26 @@
 Every generator gives exactly one row per (dataset, paper): an output that cannot be parsed is kept with
 `valid = false` (counted invalid by the metrics, never dropped). Backends here: `expert` (the reference
 items themselves, the study's "expert as model" row) and `import` (texts from a CSV/JSONL file); the API
-backends live in `_llmgen.py` and share the judges' call engine; the local GGUF model (`gguf`) is in `_ggufgen.py`.
+backends live in `_llmgen.py` (through the call layer, `novelty_audit.llm`); the local GGUF model (`gguf`) is in
+`_ggufgen.py`. What all generators share (the row, the args check, the prompts) is in `_genbase.py`, below them all.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
-import polars as pl
-from pydantic import ValidationError
 
-from ..artifacts import code_digest, csv_records, digest_file, digest_obj
-from ..config import Frozen
-from ..config._judge import GeneratorSpec, JudgeParams
+from ..artifacts import csv_records, digest_file
+from ..config import Frozen, GeneratorSpec, JudgeParams
 from ..errors import BadInputError, ConfigError
+from ._genbase import REVIEW_KEYS, REVIEWS_SCHEMA, Generator, generator_args, review_row
 from ._papers import Paper
-from ._parse import Item, items_json, label_counts, parse_evaluation, render_items
+from ._parse import render_items
 
 __all__ = ["REVIEWS_SCHEMA", "REVIEW_KEYS", "Generator", "ExpertGenerator", "ImportGenerator", "build_generators", "review_row"]
-
-REVIEW_KEYS = ["dataset", "judge", "paper_id"]
-REVIEWS_SCHEMA = {
-    "dataset": pl.String, "judge": pl.String, "paper_id": pl.String, "title": pl.String, "text": pl.String,
-    "items": pl.String, "valid": pl.Boolean, "label_counts": pl.String, "config_digest": pl.String,
-    "evidence_digest": pl.String, "evidence_parts": pl.String, "code_digest": pl.String,
-    "provider_model": pl.String, "call_digests": pl.List(pl.String), "cost_usd": pl.Float64,
-}
-
-
-class Generator:
-    """A configured review generator; `generate` returns one reviews row per paper, in order."""
-
-    backend = ""
-
-    def __init__(self, name: str):
-        self.name = name
-        self.failed: Counter[str] = Counter()
-        """Failed calls by reason (API backends): the outputs are then published incomplete."""
-
-    def config(self) -> dict[str, Any]:
-        return {"backend": self.backend}
-
-    @property
-    def config_digest(self) -> str:
-        return digest_obj(self.config())
-
-    @property
-    def code_digest(self) -> str:
-        return code_digest(type(self).__module__).digest
-
-    def input_files(self) -> list[Path]:
-        return []
-
-    def facts(self) -> dict[str, Any]:
-        return {}
-
-    def close(self) -> None:
-        pass
-
-    def generate(self, papers: Sequence[Paper]) -> list[dict[str, Any]]:
-        raise NotImplementedError
-
-    def judges_row(self) -> dict[str, Any]:
-        return {"judge": self.name, "backend": f"review:{self.backend}", "config_digest": self.config_digest,
-                "config": orjson.dumps(self.config(), option=orjson.OPT_SORT_KEYS).decode()}
-
-
-def review_row(
-    gen: Generator, paper: Paper, *, text: str, evidence_parts: dict[str, str], items: Sequence[Item] | None = None,
-    valid: bool | None = None, provider_model: str | None = None, call_digests: Sequence[str] = (), cost_usd: float = 0.0,
-) -> dict[str, Any]:
-    """A reviews.parquet row; items/valid are parsed from `text` unless given (expert)."""
-    if items is None or valid is None:
-        parsed = parse_evaluation(text)
-        items, valid = parsed.items, parsed.valid
-    parts = {k: v for k, v in sorted(evidence_parts.items()) if v is not None}
-    return {
-        "dataset": paper.dataset, "judge": gen.name, "paper_id": paper.paper_id, "title": paper.title, "text": text,
-        "items": items_json(list(items)), "valid": bool(valid), "label_counts": label_counts(list(items)),
-        "config_digest": gen.config_digest, "evidence_digest": digest_obj(parts),
-        "evidence_parts": orjson.dumps(parts, option=orjson.OPT_SORT_KEYS).decode(), "code_digest": gen.code_digest,
-        "provider_model": provider_model, "call_digests": list(call_digests), "cost_usd": float(cost_usd),
-    }
-
 
 class ExpertGenerator(Generator):
     """The reference items as a generator's output: the study's "expert as model" row (coverage = dist_acc = 1)."""
@@ -182,15 +115,6 @@ class ImportGenerator(Generator):
                 for p in papers]
 
 
-def _args(name: str, model: type[Frozen], args: dict[str, Any]) -> Any:
-    try:
-        return model(**args)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise ConfigError(f"params.yaml judge.generators.{name}.args.{where}: {err['msg']}") from None
-
-
 def build_generators(jp: JudgeParams, *, store_root: str | Path, budget: Any = None) -> list[Generator]:
     """Every enabled generator, sorted by id."""
     out: list[Generator] = []
@@ -207,7 +131,7 @@ def _build_one(name: str, spec: GeneratorSpec, jp: JudgeParams, store_root: str 
             raise ConfigError(f"params.yaml judge.generators.{name}.args: the expert generator takes no args")
         return ExpertGenerator(name)
     if spec.backend == "import":
-        return ImportGenerator(name, _args(name, ImportArgs, spec.args))
+        return ImportGenerator(name, generator_args(name, ImportArgs, spec.args))
     if spec.backend == "gguf":
         from ._ggufgen import build_gguf_generator
 

@@ -10,7 +10,8 @@ unprimed model.
 
 Deterministic: greedy decoding (temperature 0) by default, a fixed sampling seed and thread count, the KV
 cache reset before every prompt (so an answer never depends on which prompt came before), at most
-`max_tokens` new tokens. Answers go to the judges' call cache (`<store>/cache/calls/`) under a key of the
+`max_tokens` new tokens. Answers go to the call layer's cache (`novelty_audit.llm.CallCache`, `<store>/cache/calls/`,
+the one every model answer goes to; the model runs in-process, not through an API) under a key of the
 model file (name + sha256), the full rendered prompt bytes and every sampling setting (incl. seed,
 max_tokens, n_ctx, stop strings and the answer prefix): a rerun loads no model and generates nothing.
 
@@ -31,11 +32,11 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ..artifacts import digest_bytes, digest_file
-from ..config import Frozen
-from ..config._judge import GeneratorSpec, JudgeParams
+from ..config import Frozen, GeneratorSpec, JudgeParams
 from ..errors import MissingDependencyError, require
-from ._generate import Generator, _args, review_row
-from ._llmgen import PROMPT_VERSION, load_template, prompt_context, prompt_values, render_prompt
+from ..judges import resolve_gguf
+from ..llm import CallCache, call_key
+from ._genbase import PROMPT_VERSION, Generator, generator_args, load_template, prompt_context, prompt_values, render_prompt, review_row
 from ._papers import Paper
 
 __all__ = ["GgufGenArgs", "GgufGenerator", "build_gguf_generator"]
@@ -87,14 +88,10 @@ class GgufGenerator(Generator):
     def __init__(self, name: str, args: GgufGenArgs, *, cache_dir: Path, few_shot_seed: int, refresh: bool):
         super().__init__(name)
         try:
-            from ..judges._gguf import resolve_gguf
-
             self._llama_cpp = require("llama_cpp", extra="gguf")
             self.model_path = resolve_gguf(args.model, cache_dir)
         except MissingDependencyError as exc:
             raise MissingDependencyError(f"judge.generators.{name} (backend gguf): {exc.message}", hint=exc.hint) from None
-        from ..judges._cache import CallCache
-
         self.args = args
         self.few_shot_seed = few_shot_seed
         self.refresh = refresh
@@ -223,13 +220,11 @@ class GgufGenerator(Generator):
         return rows
 
     def _key(self, prompt: str) -> str:
-        from ..judges._cache import call_key
-
         return call_key(backend=BACKEND, model=self.model_id, endpoint="local", sampling=self.sampling(),
                         prompt_bytes=prompt.encode("utf-8"), vote_index=0)
 
 
 def build_gguf_generator(name: str, spec: GeneratorSpec, jp: JudgeParams, *, store_root: str | Path) -> GgufGenerator:
     """Validate the args (a bad one is a ConfigError naming the field), then find and check the model."""
-    args = _args(name, GgufGenArgs, spec.args)
+    args = generator_args(name, GgufGenArgs, spec.args)
     return GgufGenerator(name, args, cache_dir=Path(store_root) / "cache", few_shot_seed=jp.seed, refresh=jp.refresh)

@@ -1,40 +1,43 @@
-"""API review generators (`openai`, `anthropic`) on the judges' call engine (judges/_llm.py).
+"""API review generators (`openai`, `anthropic`) on the call layer (`novelty_audit.llm`).
 
-The generator is a thin subclass of the backend's judge: the engine's call cache and claims, budget,
-retries, circuit breaker and error reasons apply unchanged; only the prompt (a versioned
-`prompts/review-<mode>-v1.txt`) and the reading of the answer (the three-section parser instead of a
-verdict) differ. A cached answer is re-read by the current parser on every run, as for verdicts.
-
-Prompt modes: `zero` (the novelty sentences), `few` (k examples — another paper's novelty sentences and its
-reference evaluation — chosen from the other papers of the same dataset by a seeded draw per paper, never
-the paper itself) and `rag` (the record's retrieved titles and abstracts).
+A generator asks one chat request per paper through an `LLMClient`: the call cache and its claims, the budget,
+retries, circuit breaker and error reasons are the layer's, exactly as for the judges; the prompt (a versioned
+`prompts/review-<mode>-v1.txt`, see `_genbase`) and the reading of the answer (the three-section parser
+instead of a verdict) are the generator's. A cached answer is re-read by the current parser on every run, as
+for verdicts. The args are the judges' `LLMArgs` (model, base_url, sampling, price, call knobs) without the
+judge-only ones, so a call key is the one a judge with the same endpoint, sampling and prompt would have.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from ..artifacts import canonical_bytes, digest_bytes, digest_obj
-from ..config import Frozen
-from ..config._judge import GeneratorSpec, JudgeParams
+from ..artifacts import digest_bytes
+from ..config import Frozen, GeneratorSpec, JudgeParams, Price
 from ..errors import ConfigError
-from ..templates import packaged, packaged_file, packaged_names
-from ..judges._base import JudgeContext
-from ..judges._cache import call_key
-from ..judges._llm import TRUNCATING_FINISH, LLMArgs
-from ..judges._protocol import Call
-from ._generate import Generator, review_row
+from ..judges import LLMArgs
+from ..llm import TRUNCATING_FINISH, Budget, CallCache, Endpoint, LLMClient, Reply, Request
+from ._genbase import (
+    PROMPT_VERSION,
+    Generator,
+    few_shot_examples,
+    load_template,
+    prompt_context,
+    prompt_values,
+    render_prompt,
+    review_row,
+)
 from ._papers import Paper
-from ._parse import parse_evaluation, render_items
+from ._parse import parse_evaluation
 
 __all__ = ["LLMGenerator", "ReviewArgs", "build_llm_generator", "few_shot_examples", "render_prompt"]
 
-PROMPT_VERSION = "v1"
+DEFAULT_KEY_ENV = "default"
+"""The endpoint's own key variable (OPENAI_API_KEY, ANTHROPIC_API_KEY) when the args name none."""
 
 
 class ReviewArgs(Frozen):
@@ -47,153 +50,91 @@ class ReviewArgs(Frozen):
     """Template version: prompts/review-<mode>-<prompt>.txt."""
 
 
-def load_template(generator: str, mode: str, version: str) -> tuple[Path, str]:
-    """A generator's review template (path, text); a missing one is a params error naming the generator."""
-    name = f"review-{mode}-{version}.txt"
-    missing = f"params.yaml judge.generators.{generator}.args.prompt: no template {name}"
-    hint = f"packaged: {', '.join(packaged_names('review-'))}"
-    path = packaged_file(name, missing=missing, hint=hint)
-    return path, packaged(name, missing=missing, hint=hint).text
-
-
-def prompt_context(p: Paper, pool: Sequence[Paper], mode: str, k: int, seed: int) -> list[Any]:
-    """What a prompt shows besides `p`'s own statements, in keep order: few-shot examples (draw order) or the
-    retrieved documents (rank); nothing for zero-shot."""
-    if mode == "few":
-        return few_shot_examples(p, pool, k, seed)
-    if mode == "rag":
-        return list(p.retrieved)
-    return []
-
-
-def prompt_values(p: Paper, mode: str, context: Sequence[Any]) -> tuple[dict[str, str], dict[str, str | None]]:
-    """The template values for `p` with `context` (`prompt_context`, possibly cut short), and the evidence
-    parts they carry: with every retrieved document shown, their pinned digest; with fewer, which ones."""
-    values = {"novelty": _novelty(p)}
-    parts: dict[str, str | None] = {"novelty_sentences": p.novelty_digest}
-    if mode == "few":
-        values["examples"] = "\n\n".join(
-            f"Example {n}\nNovelty statements:\n{_novelty(q)}\n\nNovelty evaluation:\n{render_items(q.reference)}"
-            for n, q in enumerate(context, start=1)
-        )
-        parts["few_shot"] = digest_obj([[q.paper_id, q.novelty_digest, q.reference_digest] for q in context])
-    elif mode == "rag":
-        values["related"] = "\n\n".join(f"[{n}] {d.title}\n{d.abstract}" for n, d in enumerate(context, start=1)) or "(none)"
-        parts["retrieved"] = p.retrieved_digest if len(context) == len(p.retrieved) else digest_obj([d.digest for d in context])
-    return values, parts
-
-
-def _sections(text: str, path: Path) -> list[dict[str, str]]:
-    if not text.startswith("[system]\n") or "\n[user]\n" not in text:
-        raise ConfigError(f"{path}: a review template has a [system] section, then a [user] section")
-    system, user = text[len("[system]\n"):].split("\n[user]\n", 1)
-    return [{"role": "system", "content": system.strip()}, {"role": "user", "content": user.strip()}]
-
-
-def render_prompt(template: str, path: Path, values: dict[str, str]) -> list[dict[str, str]]:
-    msgs = _sections(template, path)
-    for m in msgs:
-        for name, value in values.items():
-            m["content"] = m["content"].replace("{{" + name + "}}", value)
-        if "{{" in m["content"]:
-            left = m["content"][m["content"].index("{{"):].split("}}")[0] + "}}"
-            raise ConfigError(f"{path}: unknown placeholder {left}", hint=f"placeholders: {', '.join(sorted(values))}")
-    return msgs
-
-
-def _novelty(p: Paper) -> str:
-    return "\n".join(f"- {s}" for s in p.sentences)
-
-
-def few_shot_examples(paper: Paper, pool: Sequence[Paper], k: int, seed: int) -> list[Paper]:
-    """k other papers of the same dataset, drawn by a generator seeded with (seed, dataset, paper id)."""
-    others = sorted((q for q in pool if q.dataset == paper.dataset and q.paper_id != paper.paper_id), key=lambda q: q.paper_id)
-    rng = random.Random(int(digest_obj([seed, paper.dataset, paper.paper_id])[:16], 16))
-    return rng.sample(others, min(k, len(others)))
-
-
-def _judge_class(backend: str) -> type:
-    if backend == "openai":
-        from ..judges._openai import OpenAIJudge as base
-    else:
-        from ..judges._anthropic import AnthropicJudge as base
-
-    class ReviewCallJudge(base):  # type: ignore[misc, valid-type]
-        """The backend's judge with the prompt given per call and answers read as evaluations."""
-
-        def __init__(self, ctx: JudgeContext, args: LLMArgs):
-            super().__init__(ctx, args)
-            self.messages: dict[tuple[str, str], list[dict[str, str]]] = {}
-
-        def _prepare(self, call: Call) -> tuple[Any, str]:
-            payload = self._payload(self.messages[(call.dataset, call.item_id)])
-            key = call_key(backend=self.call_backend, model=self.args.model, endpoint=self.args.base_url,
-                           sampling=self.sampling(), prompt_bytes=canonical_bytes(payload), vote_index=call.vote_index)
-            return payload, key
-
-        def _classify(self, task: str, text: str | None, refused: bool, finish_reason: str | None) -> tuple[str, Any, str | None]:
-            # `choice` carries the text itself: the review row keeps every answer, readable or not.
-            parsed = parse_evaluation(text)
-            if parsed.valid:
-                return "valid", text, None
-            if refused:
-                return "refusal", text, f"provider flagged a refusal (finish_reason={finish_reason})"
-            if finish_reason in TRUNCATING_FINISH:
-                return "truncated", text, f"cut at max_tokens={self.args.sampling.max_tokens} before any section heading"
-            return "invalid", text, "no section heading (Positive|Neutral|Negative Novelty Evaluations)"
-
-    return ReviewCallJudge
-
-
 class LLMGenerator(Generator):
-    def __init__(self, name: str, backend: str, review: ReviewArgs, llm: LLMArgs, ctx: JudgeContext, seed: int):
+    """One API model writing one evaluation per paper, every call through the call layer."""
+
+    def __init__(self, name: str, backend: str, review: ReviewArgs, llm: LLMArgs, *, cache_dir: Path, budget: Budget,
+                 prices: dict[str, Price], seed: int, progress: bool, refresh: bool):
         super().__init__(name)
         self.backend = backend
         self.review = review
+        self.args = llm
         self.seed = seed
         self.path, self.template = load_template(name, review.mode, review.prompt)
-        self.judge = _judge_class(backend)(ctx, llm)
+        price = Price(input_per_mtok=0.0, output_per_mtok=0.0) if llm.local else llm.price if llm.price is not None else prices.get(llm.model)
+        if budget.cap is not None and price is None:
+            raise ConfigError(
+                f"judge.generators.{name}: judge.budget_usd is set but model '{llm.model}' has no price",
+                hint=f"add `{llm.model}: {{input_per_mtok: …, output_per_mtok: …}}` under judge.prices, or set `local: true` "
+                     f"in judge.generators.{name}.args for a local or free endpoint, or remove judge.budget_usd",
+            )
+        key_env = llm.api_key_env if "api_key_env" in llm.model_fields_set else DEFAULT_KEY_ENV
+        self.llm = LLMClient(
+            Endpoint(backend, llm.model, llm.base_url, llm.api, key_env),  # type: ignore[arg-type]
+            llm, cache=CallCache(Path(cache_dir) / "calls"), budget=budget, price=price, who=f"generator {name}",
+            progress=progress, refresh=refresh, classify=lambda request, answer: self._classify(answer.text, answer.refused, answer.finish_reason),
+        )  # fmt: skip
+
+    def sampling(self) -> dict[str, Any]:
+        return self.args.sampling.model_dump(mode="json")
 
     def config(self) -> dict[str, Any]:
-        a = self.judge.args
+        a = self.args
         return {
             "backend": self.backend, "api": a.api, "model": a.model, "base_url": a.base_url, "mode": self.review.mode,
             "k": self.review.k if self.review.mode == "few" else None,
             "seed": self.seed if self.review.mode == "few" else None,
             "prompt": self.path.name, "prompt_digest": digest_bytes(self.template.encode("utf-8")),
-            "sampling": self.judge.sampling(),
+            "sampling": self.sampling(),
         }
 
     def input_files(self) -> list[Path]:
         return [self.path]
 
     def facts(self) -> dict[str, Any]:
-        return self.judge.facts()
+        """Run facts: calls, cache hits, retries, cost, and why calls failed."""
+        out = dict(self.llm.stats)
+        out["errors_by_reason"] = dict(sorted(self.llm.errors.items()))
+        out["error_details"] = dict(sorted(self.llm.error_details.items()))
+        return out
 
-    def close(self) -> None:
-        self.judge.close()
+    def _classify(self, text: str | None, refused: bool, finish_reason: str | None) -> tuple[str, Any, str | None]:
+        """(outcome, choice, note) stored in the cache entry. `choice` carries the text itself: the review row
+        keeps every answer, readable or not."""
+        parsed = parse_evaluation(text)
+        if parsed.valid:
+            return "valid", text, None
+        if refused:
+            return "refusal", text, f"provider flagged a refusal (finish_reason={finish_reason})"
+        if finish_reason in TRUNCATING_FINISH:
+            return "truncated", text, f"cut at max_tokens={self.args.sampling.max_tokens} before any section heading"
+        return "invalid", text, "no section heading (Positive|Neutral|Negative Novelty Evaluations)"
 
     def _prompt(self, p: Paper, pool: Sequence[Paper]) -> tuple[list[dict[str, str]], dict[str, str | None]]:
         context = prompt_context(p, pool, self.review.mode, self.review.k, self.seed)
         values, parts = prompt_values(p, self.review.mode, context)
         return render_prompt(self.template, self.path, values), parts
 
+    def _text(self, reply: Reply) -> str:
+        """The answer text of a reply ("" for a failed call or a refusal without text)."""
+        entry = reply.entry
+        if entry.get("outcome") == "error":
+            return ""
+        text = entry.get("response") if reply.cached and entry.get("outcome") in ("valid", "invalid", "truncated") else entry.get("choice")
+        return text if isinstance(text, str) else ""
+
     def generate(self, papers: Sequence[Paper]) -> list[dict[str, Any]]:
-        prompts = {}
-        for p in papers:
-            msgs, parts = self._prompt(p, papers)
-            self.judge.messages[(p.dataset, p.paper_id)] = msgs
-            prompts[(p.dataset, p.paper_id)] = parts
-        calls = [Call("review", p.dataset, p.paper_id, None, 0, ()) for p in papers]  # type: ignore[arg-type]
-        results = self.judge.run_calls(calls)
+        prompts = [self._prompt(p, papers) for p in papers]
+        requests = [Request(messages=msgs, sampling=self.args.sampling, replicate=0, label=f"review {p.paper_id}")
+                    for p, (msgs, _) in zip(papers, prompts, strict=True)]
+        replies = self.llm.ask(requests)
         rows = []
-        for p, r in zip(papers, results, strict=True):
-            text = r.choice if isinstance(r.choice, str) else ""
-            if r.outcome == "error":
-                self.failed[r.error_reason or "unspecified"] += 1
-            rows.append(review_row(self, p, text=text, evidence_parts=prompts[(p.dataset, p.paper_id)],  # type: ignore[arg-type]
-                                   provider_model=r.provider_model, call_digests=[r.call_digest] if r.call_digest else [],
-                                   cost_usd=r.cost_usd))
+        for p, (_, parts), r in zip(papers, prompts, replies, strict=True):
+            if r.failure is not None:
+                self.failed[r.failure.reason or "unspecified"] += 1
+            rows.append(review_row(self, p, text=self._text(r), evidence_parts=parts,  # type: ignore[arg-type]
+                                   provider_model=r.entry.get("provider_model"), call_digests=[r.key] if r.key else [],
+                                   cost_usd=float(r.entry.get("cost_usd") or 0.0)))
         return rows
 
 
@@ -211,9 +152,6 @@ def build_llm_generator(name: str, spec: GeneratorSpec, jp: JudgeParams, *, stor
         raise ConfigError(f"params.yaml judge.generators.{name}.args.{'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
     if llm.api != "chat":
         raise ConfigError(f"params.yaml judge.generators.{name}.args.api: review generators use the chat API")
-    from ..judges._budget import Budget
-
-    ctx = JudgeContext(name=name, seed=jp.seed, cache_dir=Path(store_root) / "cache", refresh=jp.refresh,
-                       prices=jp.prices, budget=budget if budget is not None else Budget.for_run(jp.budget_usd, store_root),
-                       progress=jp.progress, tasks=("review",))
-    return LLMGenerator(name, spec.backend, review, llm, ctx, jp.seed)
+    budget = budget if budget is not None else Budget.for_run(jp.budget_usd, store_root)
+    return LLMGenerator(name, spec.backend, review, llm, cache_dir=Path(store_root) / "cache", budget=budget,
+                        prices=jp.prices, seed=jp.seed, progress=jp.progress, refresh=jp.refresh)

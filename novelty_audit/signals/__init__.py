@@ -13,7 +13,7 @@ from ._extract import (
     llm_snippets,
     rule_snippets,
 )
-from ._llm import CallStats, ChatAnswer, ChatClient, LLMExtraction, llm_extract, load_text_prompt, parse_json_answer
+from ._llm import CallStats, ChatAnswer, ChatClient, LLMExtraction, extract_messages, llm_extract, load_text_prompt, parse_json_answer
 from ._inputs import (
     ACCEPT_COMMAND,
     ReviewFiles,
@@ -61,6 +61,7 @@ __all__ = [
     "ChatAnswer",
     "ChatClient",
     "LLMExtraction",
+    "extract_messages",
     "llm_extract",
     "load_text_prompt",
     "parse_json_answer",

@@ -22,7 +22,7 @@ from ._extract import (
     reviews_table,
     rule_snippets,
 )
-from ._llm import ChatClient, llm_extract
+from ._llm import ChatClient, extract_messages, llm_extract
 from ._markdown import parse_markdown_reviews
 from ._openreview import parse_openreview_dump
 from ._records import Paper, RecordProblem
@@ -135,6 +135,8 @@ def build_signals(
                 snippet_rows.extend(rule_snippets(p, sp.sections))
         else:
             client = client or ChatClient(sp.llm, cache_root, "signals.llm")
+            # One ask for every review: the call layer sends the uncached ones concurrently.
+            client.prefetch([extract_messages({s: getattr(r, s) for s in sp.sections}) for p in papers for r in p.reviews])
             for p in papers:
                 rows, rej = llm_snippets(p, sp.sections, client)
                 snippet_rows.extend(rows)
@@ -158,6 +160,7 @@ def build_signals(
                 return classify_sentence(s).polarity
         else:
             assert client is not None
+            client.prefetch([extract_messages({"review": s}) for s in [*novelty, *other, *(t for t, _ in labelled)]])
 
             def classify(s: str, _c: ChatClient = client, _ext: str = extractor_id(name, model=sp.llm.model)) -> str | None:
                 got = llm_extract(_c, {"review": s})

@@ -1,29 +1,32 @@
-"""A cached OpenAI-compatible chat call, and the LLM signal extractor built on it.
+"""The signals extractor's chat client on the call layer, and the LLM signal extractor built on it.
 
-The cache is the judges' call cache (`novelty_audit.judges.CallCache`, same directory
-`<store root>/cache/calls`, same key: backend, model, endpoint, output-affecting settings,
-exact prompt bytes, replicate index), so one cache authority holds every model answer the project paid for.
-The judges' API engine is built around votes on pairs; a signal extraction is one plain chat
-completion, so the request itself is sent here through the `openai` SDK.
+Every request goes through `novelty_audit.llm` (the one call layer: cache and claims, retries with backoff,
+circuit breaker, error taxonomy, key redaction). A call that fails after its retries is a value here
+(`ChatAnswer.failure`), never cached, so the next run asks only it; the signals stage then publishes its
+outputs incomplete and exits 3, as the judge stage does. Only a missing or rejected key stops a run (exit 2).
+
+The call keys are the ones this client always had (backend `openai-compatible` by default, sampling
+temperature and max_tokens), so a warm cache answers every call; entries written before the call layer
+(`{"text": ...}`) are read as well as the layer's (`{"response": ...}`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import re
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import LLMSpec
-from ..artifacts import canonical_bytes, digest_bytes
+from ..artifacts import canonical_bytes
+from ..config import CallSettings, LLMSpec
 from ..errors import ConfigError, NoveltyAuditError
+from ..llm import CallCache, Endpoint, LLMClient, Reply, Request, Sampling, call_key
 from ..templates import packaged
 
-__all__ = ["ChatAnswer", "ChatClient", "CallStats", "load_text_prompt", "LLMExtraction", "llm_extract", "parse_json_answer"]
+__all__ = ["ChatAnswer", "ChatClient", "CallStats", "extract_messages", "load_text_prompt", "LLMExtraction", "llm_extract", "parse_json_answer"]
 
 
 def load_text_prompt(name: str) -> str:
@@ -37,10 +40,10 @@ class CallStats:
 
     calls: int = 0
     cache_hits: int = 0
-    failed: int = 0
-    """Calls that failed after their retries (asked again by the next run)."""
     input_tokens: int = 0
     output_tokens: int = 0
+    failed: int = 0
+    """Calls that failed after their retries (asked again by the next run)."""
 
 
 @dataclass(frozen=True)
@@ -52,166 +55,137 @@ class ChatAnswer:
     text: str | None
     failure: str | None = None
     detail: str | None = None
+    refused: bool = False
+    """The provider flagged a refusal (an answer, cached; `text` may be None)."""
+
+
+@dataclass(frozen=True)
+class _KeyedEndpoint(Endpoint):
+    """An OpenAI-compatible endpoint whose call keys name the spec's backend (`openai-compatible`), as they did
+    before the call layer, so a warm cache still answers."""
+
+    key_backend: str = "openai-compatible"
+
+    @property
+    def backend(self) -> str:
+        return self.key_backend
+
+
+class _KeyedSampling(Sampling):
+    """Sampling whose key part is temperature and max_tokens only, as these keys always held: every other
+    setting is unset and never sent, so the key still holds exactly what decides the answer."""
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        return {"temperature": self.temperature, "max_tokens": self.max_tokens}
 
 
 @dataclass
 class ChatClient:
-    """One model behind an OpenAI-compatible endpoint, answers cached by content."""
+    """One model behind an OpenAI-compatible endpoint, every call through the call layer."""
 
     spec: LLMSpec
     cache_root: Path
     purpose: str
-    """What the client is for (named in errors), e.g. 'signals.llm'."""
+    """What the client is for (named in errors and progress lines), e.g. 'signals.llm'."""
     stats: CallStats = field(default_factory=CallStats)
     failures: dict[str, str] = field(default_factory=dict)
     """Call key → reason, for the calls of this run that failed (each distinct call once)."""
-    _client: Any = None
-    _failed: dict[str, ChatAnswer] = field(default_factory=dict)
+    _llm: LLMClient | None = None
+    _answers: dict[str, ChatAnswer] = field(default_factory=dict)
+    """This run's answers and failures by key: a call is asked at most once per run."""
+    _prefetched: set[str] = field(default_factory=set)
 
     def sampling(self) -> dict[str, Any]:
         return {"temperature": self.spec.temperature, "max_tokens": self.spec.max_tokens}
 
-    def key(self, messages: list[dict[str, str]], replicate: int = 0) -> str:
-        from ..judges import call_key
+    def _request(self, messages: list[dict[str, str]], replicate: int) -> Request:
+        return Request(messages=messages, sampling=_KeyedSampling(temperature=self.spec.temperature, max_tokens=self.spec.max_tokens),
+                       replicate=replicate, label=self.purpose)  # fmt: skip
 
-        return call_key(
-            backend=self.spec.backend,
-            model=self.spec.model,
-            endpoint=self.spec.base_url,
-            sampling=self.sampling(),
-            prompt_bytes=canonical_bytes(messages),
-            vote_index=replicate,
-        )
+    def client(self) -> LLMClient:
+        """The call layer's client for this endpoint (made on first use)."""
+        if self._llm is None:
+            env = self.spec.api_key_env
+            if not (env and os.environ.get(env)) and self.spec.base_url is None:
+                raise ConfigError(
+                    f"{self.purpose}: environment variable {env} is not set",
+                    hint=f"export {env}=… (keys are read from the environment only), or set {self.purpose}.enabled: false",
+                )
+            # A local server (base_url set) needs no key: ask without one when the variable is unset.
+            key_env = env if env and os.environ.get(env) else None
+            endpoint = _KeyedEndpoint("openai", self.spec.model, self.spec.base_url, "chat", key_env, key_backend=self.spec.backend)
+            settings = CallSettings(max_retries=self.spec.max_retries, timeout_s=self.spec.timeout_s)
+            self._llm = LLMClient(endpoint, settings, cache=CallCache(self.cache_root), who=self.purpose)
+        return self._llm
+
+    def key(self, messages: list[dict[str, str]], replicate: int = 0) -> str:
+        """The call key of `messages` (replicate: the key's vote index)."""
+        return call_key(backend=self.spec.backend, model=self.spec.model, endpoint=self.spec.base_url,
+                        sampling=self.sampling(), prompt_bytes=canonical_bytes(messages), vote_index=replicate)  # fmt: skip
 
     def complete(self, messages: list[dict[str, str]], *, replicate: int = 0) -> str:
-        """The answer text, from the cache when this exact call was answered before; a call that failed
-        stops the run with its reason (exit 2; answered calls stay cached). See `ask` for failures as values.
+        """The answer text, from the cache when this exact call was answered before; a call that failed or
+        was declined stops the run with its reason (exit 2; answered calls stay cached). See `ask` for
+        failures as values.
 
-        `replicate` tells apart repeated samples of one prompt (it is the cache key's vote index). While
-        another process sharing the cache asks the same call, this one waits for its answer instead of
-        paying for it again."""
+        `replicate` tells apart repeated samples of one prompt (it is the cache key's vote index)."""
         got = self.ask(messages, replicate=replicate)
         if got.failure is not None:
             raise NoveltyAuditError(
                 f"{self.purpose}: the call to model '{self.spec.model}' failed: {got.failure} ({got.detail})",
                 hint="answered calls are cached; rerun to resume",
             )
-        assert got.text is not None
+        if got.text is None:
+            raise NoveltyAuditError(f"{self.purpose}: model '{self.spec.model}' declined to answer ({got.detail})")
         return got.text
 
     def ask(self, messages: list[dict[str, str]], *, replicate: int = 0) -> ChatAnswer:
         """The answer, or the failure's reason when the call failed after its retries (nothing is cached
         then, so the next run asks it again). Only a rejected key or a missing one stops the run."""
-        from ..judges import CallCache
+        return self.ask_many([messages], replicate=replicate)[0]
 
-        key = self.key(messages, replicate)
-        if key in self._failed:  # asked and failed in this run already: not paid for twice
-            return self._failed[key]
-        cache = CallCache(self.cache_root)
-        text = _cached_text(cache, key)
-        if text is None:
-            claim = _claim(cache, key)
-            try:
-                text = _cached_text(cache, key)  # the previous holder may have answered it
-                if text is None:
-                    return self._ask(cache, key, messages)
-            finally:
-                claim.release()
-        self.stats.cache_hits += 1
-        return ChatAnswer(key, text)
+    def ask_many(self, conversations: Sequence[list[dict[str, str]]], *, replicate: int = 0) -> list[ChatAnswer]:
+        """`ask` for many calls at once: the layer sends the calls not answered yet concurrently."""
+        keys = [self.key(m, replicate) for m in conversations]
+        todo: dict[str, list[dict[str, str]]] = {}
+        for k, m in zip(keys, conversations, strict=True):
+            if k not in self._answers:
+                todo.setdefault(k, m)
+            elif k in self._prefetched:
+                self._prefetched.discard(k)  # its first use after `prefetch`: counted when it was fetched
+            elif self._answers[k].failure is None:
+                self.stats.cache_hits += 1  # answered earlier in this run (its cache entry is the answer)
+        if todo:
+            replies = self.client().ask([self._request(m, replicate) for m in todo.values()])
+            for k, reply in zip(todo, replies, strict=True):
+                assert reply.key == k, "the call layer's key differs from this client's (see _KeyedEndpoint)"
+                self._answers[k] = self._answer(reply)
+        return [self._answers[k] for k in keys]
 
-    def _ask(self, cache: Any, key: str, messages: list[dict[str, str]]) -> ChatAnswer:
-        try:
-            text, usage, finish = self._send(messages)
-        except _CallFailed as exc:
+    def prefetch(self, conversations: Sequence[list[dict[str, str]]], *, replicate: int = 0) -> None:
+        """Ask these calls now, all at once (concurrently), for the `ask`s that follow: each is counted once."""
+        new = {self.key(m, replicate) for m in conversations} - set(self._answers)
+        self.ask_many(conversations, replicate=replicate)
+        self._prefetched |= new
+
+    def _answer(self, reply: Reply) -> ChatAnswer:
+        entry = reply.entry
+        if reply.failure is not None:
             self.stats.failed += 1
-            got = self._failed[key] = ChatAnswer(key, None, exc.reason, exc.detail)
-            self.failures[key] = exc.reason
-            return got
-        self.stats.calls += 1
-        self.stats.input_tokens += usage["input_tokens"] or 0
-        self.stats.output_tokens += usage["output_tokens"] or 0
-        cache.put(key, {"text": text, "model": self.spec.model, "backend": self.spec.backend, "finish_reason": finish,
-                        "prompt_sha256": digest_bytes(canonical_bytes(messages)), **usage})  # fmt: skip
-        return ChatAnswer(key, text)
-
-    def _send(self, messages: list[dict[str, str]]) -> tuple[str, dict[str, int | None], str | None]:
-        """(text, usage, finish_reason). HTTP faults are retried by the SDK; a malformed HTTP 200 body
-        (not JSON, no choices, no message) is retried here with the same kind of backoff. A call still
-        failing after `max_retries` raises `_CallFailed` with its reason."""
-        import openai
-
-        from ..judges._llm import CallFault, connection_fault, json_body
-        from ..judges._openai import read_openai_answer
-
-        if self._client is None:
-            key = os.environ.get(self.spec.api_key_env) if self.spec.api_key_env else None
-            if not key and self.spec.base_url is None:
-                raise ConfigError(
-                    f"{self.purpose}: environment variable {self.spec.api_key_env} is not set",
-                    hint=f"export {self.spec.api_key_env}=… (keys are read from the environment only), or set {self.purpose}.enabled: false",
-                )
-            self._client = openai.OpenAI(
-                api_key=key or "no-key",
-                # Explicit default: the SDK would follow OPENAI_BASE_URL, outside the call key.
-                base_url=self.spec.base_url or "https://api.openai.com/v1",
-                timeout=self.spec.timeout_s, max_retries=self.spec.max_retries
-            )
-        attempts = self.spec.max_retries + 1
-        for attempt in range(attempts):
-            try:
-                raw = self._client.chat.completions.with_raw_response.create(
-                    model=self.spec.model,
-                    messages=messages,
-                    temperature=self.spec.temperature,
-                    max_tokens=self.spec.max_tokens,
-                )
-            except openai.AuthenticationError:
-                raise ConfigError(f"{self.purpose}: the endpoint rejected the key from {self.spec.api_key_env}") from None
-            except openai.APIConnectionError as exc:
-                fault = connection_fault(exc, self.spec.timeout_s)
-                raise _CallFailed(fault.reason, _redact(fault.detail or "", self.spec.api_key_env)) from None
-            except openai.APIStatusError as exc:
-                raise _CallFailed(f"HTTP {exc.status_code}", _redact(f"{type(exc).__name__}: {exc}", self.spec.api_key_env)[:300]) from None
-            except openai.APIError as exc:
-                raise _CallFailed(type(exc).__name__, _redact(str(exc), self.spec.api_key_env)[:300]) from None
-            try:
-                answer = read_openai_answer(json_body(raw))
-            except CallFault as exc:
-                if attempt + 1 < attempts:
-                    time.sleep(min(8.0, 0.5 * 2**attempt) * (0.5 + random.random() / 2))  # the SDK's own schedule
-                    continue
-                raise _CallFailed(exc.reason, f"after {attempts} attempt(s): {exc.detail}") from None
-            if answer.refused or answer.text is None:
-                raise _CallFailed("refusal", f"model '{self.spec.model}' declined to answer (finish_reason={answer.finish_reason})")
-            usage = {"input_tokens": answer.input_tokens, "output_tokens": answer.output_tokens}
-            return answer.text, usage, answer.finish_reason
-        raise AssertionError("unreachable: the last attempt returns or raises")
-
-
-class _CallFailed(Exception):
-    def __init__(self, reason: str, detail: str):
-        super().__init__(reason)
-        self.reason, self.detail = reason, detail
-
-
-def _cached_text(cache: Any, key: str) -> str | None:
-    hit = cache.get(key)
-    return hit["text"] if hit is not None and isinstance(hit.get("text"), str) else None
-
-
-def _claim(cache: Any, key: str) -> Any:
-    """Block until this process holds the call's claim (another process may be asking it right now)."""
-    delay = 0.05
-    while (claim := cache.try_claim(key)) is None:
-        time.sleep(delay)
-        delay = min(2.0, delay * 2)
-    return claim
-
-
-def _redact(text: str, key_env: str | None) -> str:
-    key = os.environ.get(key_env) if key_env else None
-    return text.replace(key, "***") if key else text
+            self.failures[reply.key] = reply.failure.reason
+            return ChatAnswer(reply.key, None, reply.failure.reason, reply.failure.detail)
+        if reply.cached:
+            self.stats.cache_hits += 1
+        else:
+            self.stats.calls += 1
+            usage = entry.get("usage") or {}
+            self.stats.input_tokens += usage.get("input_tokens") or 0
+            self.stats.output_tokens += usage.get("output_tokens") or 0
+        text = entry["response"] if "response" in entry else entry.get("text")  # the layer's entries, or older ones
+        refused = entry.get("outcome") == "refusal"
+        detail = f"finish_reason={entry.get('finish_reason')}" if refused or text is None else None
+        refused = refused or not isinstance(text, str)
+        return ChatAnswer(reply.key, None if refused else text, refused=refused, detail=detail)
 
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.S)
@@ -248,15 +222,22 @@ class LLMExtraction:
 PROMPT_NAME = "signals-extract-v1"
 
 
-def llm_extract(client: ChatClient, sections: dict[str, str], *, prompt: str | None = None) -> LLMExtraction:
-    """Ask the model for originality signals in `sections` and keep only verbatim snippets."""
+def extract_messages(sections: dict[str, str], *, prompt: str | None = None) -> list[dict[str, str]]:
+    """The chat messages that ask for the originality signals in `sections` (review section → text)."""
     template = prompt if prompt is not None else load_text_prompt(PROMPT_NAME)
     review = "\n\n".join(f"## {name.capitalize()}\n{text}" for name, text in sections.items() if text)
-    messages = [{"role": "user", "content": template.replace("{review}", review)}]
+    return [{"role": "user", "content": template.replace("{review}", review)}]
+
+
+def llm_extract(client: ChatClient, sections: dict[str, str], *, prompt: str | None = None) -> LLMExtraction:
+    """Ask the model for originality signals in `sections` and keep only verbatim snippets."""
+    messages = extract_messages(sections, prompt=prompt)
     got = client.ask(messages)
     if got.failure is not None:
         return LLMExtraction([], [], failed=got.failure, detail=got.detail)
-    answer = parse_json_answer(got.text or "")
+    if got.text is None:
+        return LLMExtraction([], [("", "", f"the model declined to answer ({got.detail})")])
+    answer = parse_json_answer(got.text)
     if not isinstance(answer, dict):
         return LLMExtraction([], [("", "", "answer is not a JSON object")])
     accepted: list[tuple[str, str, str, int]] = []

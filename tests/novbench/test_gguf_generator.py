@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from novelty_audit.config._judge import GeneratorSpec, JudgeParams
+from novelty_audit.config import GeneratorSpec, JudgeParams
 from novelty_audit.errors import ConfigError, MissingDependencyError
 from novelty_audit.novbench import _ggufgen
 from novelty_audit.novbench._generate import build_generators

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from novelty_audit.config._judge import GeneratorSpec, JudgeParams
+from novelty_audit.config import GeneratorSpec, JudgeParams
 from novelty_audit.errors import ConfigError
-from novelty_audit.novbench._llmgen import build_llm_generator, few_shot_examples
+from novelty_audit.novbench._genbase import few_shot_examples
+from novelty_audit.novbench._llmgen import build_llm_generator
 from novelty_audit.novbench._papers import load_papers
 from novelty_audit.novbench._tables import TABLE_KEYS, normalize_novbench
 

@@ -9,7 +9,7 @@ import pytest
 from mock_llm import MockLLM
 
 from novelty_audit.errors import NoveltyAuditError
-from novelty_audit.judges import CallCache
+from novelty_audit.llm import CallCache
 from novelty_audit.signals import ChatClient, LLMSpec, SignalsParams, build_signals, llm_extract, parse_json_answer
 
 REVIEW = {
@@ -124,3 +124,15 @@ def test_a_signals_call_key_is_pinned(tmp_path: Path) -> None:
     review = load_text_prompt("signals-extract-v1").replace("{review}", "## Strengths\nNovel.")
     key = ChatClient(spec, tmp_path, "signals.llm").key([{"role": "user", "content": review}])
     assert key == "04c75cc88a022d4a8b16f0adbf88f5fce1440c3b6a5aa67713b56fd676d8fc42"
+
+
+def test_an_answer_cached_before_the_call_layer_is_still_a_cache_hit(mock: MockLLM, tmp_path: Path) -> None:
+    from novelty_audit.signals import extract_messages
+
+    client = _client(mock, tmp_path)
+    key = client.key(extract_messages(REVIEW))
+    old = {"text": json.dumps(ANSWER), "model": "mock-extractor", "backend": "openai-compatible", "finish_reason": "stop",
+           "prompt_sha256": "x", "input_tokens": 1, "output_tokens": 1}  # the entry layout the client wrote before
+    CallCache(tmp_path / "cache" / "calls").put(key, old)
+    got = llm_extract(client, REVIEW)
+    assert mock.count == 0 and client.stats.cache_hits == 1 and len(got.accepted) == 2

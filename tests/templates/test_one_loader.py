@@ -42,7 +42,7 @@ def test_every_other_familys_template_bytes_are_unchanged(stem: str) -> None:
 
 
 def test_each_family_reads_its_template_through_the_one_loader() -> None:
-    from novelty_audit.novbench._llmgen import load_template
+    from novelty_audit.novbench._genbase import load_template
     from novelty_audit.signals import load_text_prompt, prompt_path
 
     path, text = load_template("gen", "zero", "v1")
