@@ -86,3 +86,26 @@ def test_a_call_malformed_every_time_is_a_failure_with_its_reason_and_the_pools_
     # `complete` (the pools' use) still stops the run naming the call and its reason.
     with pytest.raises(NoveltyAuditError, match=r"signals\.llm: the call to model 'mock-extractor' failed: malformed response"):
         client.complete([{"role": "user", "content": "routing credit"}])
+
+
+def test_a_failed_scoring_call_is_listed_with_its_sentence_and_counted(mock: MockLLM, tmp_path: Path) -> None:
+    from novelty_audit.signals import SignalsParams, build_signals
+
+    review = tmp_path / "paper.md"
+    review.write_text(
+        "# A Paper\n\n- Decision: Accept (Poster)\n\n## Abstract\nWe do things.\n\n## Human Reviews\n\n"
+        "## Human Reviewer 1\n\n### Rating\n8\n\n### Contribution\n3\n\n### Strengths\n- Clear.\n\n### Weaknesses\n- Small.\n",
+        encoding="utf-8",
+    )
+    bench = pl.DataFrame({"idea_id": ["i-x"], "source": ["human"], "area": ["rl"],
+                          "positive_signals": [["The routing idea is novel."]], "negative_signals": [["FAILME is not new."]]})
+    mock.add_rule("FAILME", "500")
+    sp = SignalsParams(extractors=["llm"], benchmark_datasets=["ds"],
+                       llm=LLMSpec(enabled=True, model="mock-extractor", base_url=mock.base_url,
+                                   api_key_env="NOVELTY_AUDIT_TEST_UNSET_KEY", max_retries=0))
+    out = build_signals(sp, files={"markdown": [review], "openreview": [], "sentences": []}, benchmark={"ds": bench},
+                        cache_root=tmp_path / "calls", root=tmp_path)
+    failed = out.rejections.filter(pl.col("reason").str.starts_with("call failed"))
+    assert failed.select("paper_id", "snippet", "reason").rows() == [(None, "FAILME is not new.", "call failed: HTTP 500")]
+    assert out.failed == {"HTTP 500": 1} and out.scores["extractors"]["llm"]["llm_failed"] == {"total": 1, "reasons": {"HTTP 500": 1}}
+    assert out.scores["extractors"]["llm"]["llm_rejected"]["total"] == 0  # a failed call is not a rejected snippet
