@@ -8,7 +8,7 @@ every subsystem whose settings happen to live in params.yaml.
 from ._audit import AuditParams
 from ._base import DATASET_NAMES, DuplicateKeyError, Frozen, round_trip_yaml, safe_load_unique
 from ._flows import BackendLimit, CanaryParams, FlowsParams, SchedulesParams
-from ._judge import JudgeParams, JudgeSpec, Price
+from ._judge import CallSettings, GeneratorSpec, JudgeParams, JudgeSpec, Price, check_call_knobs
 from ._metrics import MetricsParams
 from ._probe import PROBE_SUFFIX, ProbeParams, probe_dataset
 from ._pools import GeneratedPoolParams, PercentileRule, PoolRules, PoolsParams, StripParams, TitleBlocklist
@@ -26,9 +26,12 @@ __all__ = [
     "CanaryParams",
     "FlowsParams",
     "SchedulesParams",
+    "CallSettings",
+    "GeneratorSpec",
     "JudgeParams",
     "JudgeSpec",
     "Price",
+    "check_call_knobs",
     "MetricsParams",
     "GeneratedPoolParams",
     "PercentileRule",

@@ -8,34 +8,90 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ._base import DATASET_NAMES, Frozen
 
-__all__ = ["CallKnobs", "GeneratorSpec", "JudgeParams", "JudgeSpec", "Price"]
+__all__ = ["CallKnobs", "CallSettings", "GeneratorSpec", "JudgeParams", "JudgeSpec", "Price", "check_call_knobs"]
 
 
-class CallKnobs(BaseModel):
-    """Bounds on the knobs of how a backend asks (votes, concurrency, timeouts, retries, rate limits), checked
-    on every judge's and generator's `args` when params.yaml loads, whatever the backend: a negative timeout or
-    `votes: 0` is refused naming the field (`judge.judges.<id>.args.timeout_s`) instead of hanging or dividing
-    by zero mid-run. The backend's own args model still decides which knobs it takes; other args pass here."""
+class CallSettings(Frozen):
+    """How a model endpoint is asked: concurrency, rate limits, timeouts, retries, the circuit breaker and provider
+    batches. The one owner of these knobs and their bounds: the call layer (`novelty_audit.llm`) runs on it, the API
+    judges' args extend it, and params.yaml is checked against it when it loads (`check_call_knobs`), so a
+    negative timeout is refused naming its field before anything is sent. None of these enters a call key."""
 
-    model_config = ConfigDict(extra="allow")
-    votes: int | None = Field(default=None, ge=1)
-    concurrency: int | None = Field(default=None, ge=1)
-    timeout_s: float | None = Field(default=None, gt=0)
-    connect_timeout_s: float | None = Field(default=None, gt=0)
-    max_retries: int | None = Field(default=None, ge=0)
-    backoff_s: float | None = Field(default=None, ge=0)
-    max_backoff_s: float | None = Field(default=None, ge=0)
+    concurrency: int = Field(default=8, ge=1)
+    """Requests in flight at once for this judge (backoff waits do not hold a slot)."""
     requests_per_minute: float | None = Field(default=None, gt=0)
+    """Request rate limit; None: unlimited."""
     tokens_per_minute: float | None = Field(default=None, gt=0)
+    """Token rate limit (prompt bytes + max_tokens as the estimate); None: unlimited."""
+    max_retries: int = Field(default=5, ge=0)
+    """Retries on 429, 5xx, timeouts, connection errors and malformed responses before the call ends as `error`."""
+    timeout_s: float = Field(default=120.0, gt=0)
+    """Per-request timeout."""
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    """Time to open a connection (capped at timeout_s): an endpoint that cannot be reached counts toward
+    the circuit breaker after this long, not after the whole request timeout."""
+    backoff_s: float = Field(default=1.0, ge=0)
+    """First retry delay; doubles per retry (a Retry-After header takes precedence when longer)."""
+    max_backoff_s: float = Field(default=60.0, ge=0)
+    """Longest retry delay."""
+    circuit_breaker: int = 5
+    """After this many consecutive calls without an answer (connection refused or reset, connect or read
+    timeout) the endpoint counts as down: nothing more is sent to it in this run and the remaining calls end
+    as `error` with reason "circuit open" (they are asked again next run). An endpoint that answers, even
+    with an error, is up. 0: never give up early."""
+    batch: bool = False
+    """Send the calls not yet cached as provider batches (OpenAI Batch API, Anthropic Message Batches) at the
+    batch price instead of one request each; answers land in the same call cache under the same keys, so
+    verdicts equal an interactive run's. The batch id is recorded in the store before polling: a killed run
+    resumes the same batch (docs/design/judging.md, "Provider batches")."""
+    batch_discount: float = 0.5
+    """Batch price as a share of the interactive price (both providers charge half today)."""
+    batch_poll_s: float = 30.0
+    """Seconds between status polls of a running batch."""
+    batch_max_wait_s: float = 24 * 3600.0
+    """How long this run polls; a batch still running then ends its calls as `error` ("batch pending") and
+    the next run resumes polling it (never resubmits)."""
+    batch_failures: Literal["interactive", "next-batch"] = "interactive"
+    """What happens to calls a batch failed (OpenAI error file, Anthropic errored/expired results):
+    interactive: asked at once, one request each, at the interactive price; next-batch: left as `error`
+    (not cached), so the next run submits them in a new batch."""
+    batch_max_requests: int = 50000
+    """Calls per batch (the providers' limits: OpenAI 50,000, Anthropic 100,000); more make several batches."""
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "CallSettings":
+        if self.circuit_breaker < 0:
+            raise ValueError("circuit_breaker must be ≥ 0 (0: off)")
+        if not 0 < self.batch_discount <= 1:
+            raise ValueError("batch_discount must be in (0, 1] (0.5: half the interactive price)")
+        if self.batch_max_requests < 1 or self.batch_poll_s < 0 or self.batch_max_wait_s < 0:
+            raise ValueError("batch_max_requests must be ≥ 1, batch_poll_s and batch_max_wait_s ≥ 0")
+        return self
+
+    def knobs(self) -> dict[str, Any]:
+        """These settings alone (an args model extending this one holds more)."""
+        return {name: getattr(self, name) for name in CallSettings.model_fields}
 
 
-def _check_knobs(args: dict[str, Any]) -> dict[str, Any]:
-    # Checked, not converted: the args stay as written, so params digests do not move.
-    CallKnobs.model_validate(args)
+class CallKnobs(CallSettings):
+    """`CallSettings`' bounds plus `votes ≥ 1`, checked on every judge's and generator's `args` when params.yaml
+    loads, whatever the backend: a negative timeout or `votes: 0` is refused naming the field
+    (`judge.judges.<id>.args.timeout_s`) instead of hanging or dividing by zero mid-run. The backend's own args
+    model still decides which knobs it takes; other args pass here."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    votes: int | None = Field(default=None, ge=1)
+
+
+def check_call_knobs(args: dict[str, Any]) -> dict[str, Any]:
+    """`args` as written, after checking the call knobs it sets against their bounds (ValidationError if not)."""
+    # Checked, not converted: the args stay as written, so params digests do not move. Only the knobs it sets
+    # are checked; a backend that takes none of them (a control, a distance judge) passes untouched.
+    CallKnobs.model_validate({k: v for k, v in args.items() if k in CallKnobs.model_fields})
     return args
 
 
@@ -56,7 +112,7 @@ class JudgeSpec(Frozen):
     @field_validator("args")
     @classmethod
     def _knobs(cls, v: dict[str, Any]) -> dict[str, Any]:
-        return _check_knobs(v)
+        return check_call_knobs(v)
 
 
 class GeneratorSpec(Frozen):
@@ -74,7 +130,7 @@ class GeneratorSpec(Frozen):
     @field_validator("args")
     @classmethod
     def _knobs(cls, v: dict[str, Any]) -> dict[str, Any]:
-        return _check_knobs(v)
+        return check_call_knobs(v)
 
 
 class Price(Frozen):

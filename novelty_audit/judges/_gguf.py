@@ -38,8 +38,8 @@ from pydantic import Field
 from ..artifacts import digest_file
 from ..errors import BadInputError, require
 from ..config import Frozen
-from ._base import JUDGES, NEGATIVE, POSITIVE, TIE, Judge, JudgeContext
-from ._cache import CallCache, call_key
+from ..llm import CallCache, call_key
+from ._base import NEGATIVE, POSITIVE, TIE, Judge, JudgeContext
 from ._guard import Guard
 from ._prompts import load_prompt, template_knobs
 from ._protocol import Call, CallResult, VoteJudge
@@ -300,7 +300,6 @@ class GgufJudge(VoteJudge):
         return [self.answer(c) for c in calls]
 
 
-@JUDGES.register("gguf-logprob", args=GgufArgs)
 def gguf_logprob(ctx: JudgeContext, **args: Any) -> Judge:
     """Local GGUF model: verdict from next-token label probabilities, averaged over both orders."""
     from ._base import parse_args

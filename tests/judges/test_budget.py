@@ -104,7 +104,7 @@ def test_each_run_gets_its_own_budget_shared_by_all_its_judges(tmp_path):
     assert build_judges(jp, store_root=tmp_path, budget=shared).judges[0].budget is shared
 
 
-def test_budget_is_still_importable_from_the_engine_module():
-    from novelty_audit.judges._llm import Budget as FromEngine
+def test_the_judges_budget_is_the_call_layers():
+    from novelty_audit.llm import Budget as FromLayer
 
-    assert FromEngine is Budget
+    assert FromLayer is Budget

@@ -56,7 +56,7 @@ def test_an_edited_stored_choice_is_discarded_with_a_warning_and_the_call_asked_
     value["choice"] = 1 - value["choice"] if isinstance(value["choice"], int) else "B"
     victim.write_bytes(orjson.dumps(entry, option=orjson.OPT_SORT_KEYS))  # still valid JSON, same key
 
-    with caplog.at_level(logging.WARNING, logger="novelty_audit.judges._cache"):
+    with caplog.at_level(logging.WARNING, logger="novelty_audit.llm._cache"):
         again = api(build, mock_llm.base_url).judge(pairs, []).pairwise
     assert mock_llm.count == asked + 1, "exactly the tampered call is asked again"
     assert again == first, "the tampered vote was not used"
@@ -82,7 +82,7 @@ def test_a_damaged_entry_is_never_returned(tmp_path, damage, caplog):
     assert cache.get(key)["choice"] == 0
     path = cache.path(key)
     path.write_bytes(damage(path.read_bytes()))
-    with caplog.at_level(logging.WARNING, logger="novelty_audit.judges._cache"):
+    with caplog.at_level(logging.WARNING, logger="novelty_audit.llm._cache"):
         assert cache.get(key) is None
     assert not path.exists() and len(list((tmp_path / "calls" / "corrupt").iterdir())) == 1
     assert str(path) in caplog.text
@@ -325,7 +325,7 @@ def test_a_forked_child_does_not_inherit_its_parents_claims(tmp_path):
 
 
 def test_a_process_with_many_cache_roots_keeps_a_bounded_number_of_stripe_descriptors(tmp_path):
-    from novelty_audit.judges import _cache
+    from novelty_audit.llm import _cache
 
     open_fds = lambda: len(os.listdir("/proc/self/fd"))  # noqa: E731
     before = open_fds()

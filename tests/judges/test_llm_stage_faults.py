@@ -88,7 +88,7 @@ def test_against_an_endpoint_that_accepts_and_never_answers_the_stage_ends_withi
         mock.hold()  # connections are accepted and requests read; no answer ever comes
         set_api_judge(pinned, mock.base_url, timeout_s=3.0)  # default retries, backoff and circuit_breaker (5)
         # Progress lines every 0.5 s instead of 30 s: this run is over in seconds, and the lines must show while it runs.
-        code = "import novelty_audit.judges._llm as m; m.PROGRESS_EVERY_S = 0.5; from novelty_audit.cli import main; main(['stage', 'judge'])"
+        code = "import novelty_audit.llm._engine as m; m.PROGRESS_EVERY_S = 0.5; from novelty_audit.cli import main; main(['stage', 'judge'])"
         started = time.perf_counter()
         done = subprocess.run([sys.executable, "-c", code], cwd=pinned, capture_output=True, text=True, timeout=300,
                               env={**os.environ, "MOCK_API_KEY": KEY})  # fmt: skip

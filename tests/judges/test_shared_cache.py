@@ -12,8 +12,9 @@ import pytest
 from judge_items import make_pairs, make_points
 
 from novelty_audit.judges import JudgeParams, build_judges
-from novelty_audit.judges._cache import _decode, _encode
-from novelty_audit.judges._shared_cache import SharedCallCache
+from novelty_audit.llm import SharedCallCache
+from novelty_audit.llm._entry import decode_entry as _decode
+from novelty_audit.llm._entry import encode_entry as _encode
 from novelty_audit.params import StoreParams
 
 KEY = "sk-test-SHARED-SECRET-42"
@@ -81,7 +82,7 @@ def test_a_damaged_shared_entry_is_ignored_with_a_warning_asked_again_and_replac
     entry["value"]["response"] = '{"answer": "B"}'  # an edited answer under the old checksum
     victim.write_bytes(orjson.dumps(entry, option=orjson.OPT_SORT_KEYS))
 
-    with caplog.at_level(logging.WARNING, logger="novelty_audit.judges._shared_cache"):
+    with caplog.at_level(logging.WARNING, logger="novelty_audit.llm._shared_cache"):
         checkout(tmp_path / "bob", mock_llm.base_url, str(team), votes=1).judge(pairs, [])
     assert mock_llm.count == paid + 1  # exactly the damaged one asked again
     assert any("ignored the entry of" in r.getMessage() and "checksum mismatch" in r.getMessage() for r in caplog.records)
@@ -118,7 +119,7 @@ def test_secret_looking_shared_cache_options_are_refused():
 def test_an_unreachable_shared_cache_costs_calls_never_the_run(mock_llm, tmp_path, caplog):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the cache directory should be")
-    with caplog.at_level(logging.WARNING, logger="novelty_audit.judges._shared_cache"):
+    with caplog.at_level(logging.WARNING, logger="novelty_audit.llm._shared_cache"):
         out = checkout(tmp_path / "alice", mock_llm.base_url, str(blocker / "cache"), votes=1).judge(make_pairs(2), [])
     assert [r["verdict"] for r in out.pairwise] and mock_llm.count == 2 * 2
     assert any("goes on with the local cache only" in r.getMessage() for r in caplog.records)

@@ -71,7 +71,7 @@ def test_a_damaged_object_is_ignored_and_replaced(s3, mock_llm, tmp_path, caplog
     name, data = sorted(objects(client).items())[0]
     client.put_object(Bucket=BUCKET, Key=name, Body=data[: len(data) // 2])  # a truncated upload
 
-    with caplog.at_level(logging.WARNING, logger="novelty_audit.judges._shared_cache"):
+    with caplog.at_level(logging.WARNING, logger="novelty_audit.llm._shared_cache"):
         checkout(tmp_path / "bob", mock_llm.base_url, url, options, votes=1).judge(pairs, [])
     assert mock_llm.count == paid + 1
     assert any("ignored the entry of" in r.getMessage() for r in caplog.records)

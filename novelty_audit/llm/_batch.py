@@ -20,7 +20,7 @@ verdicts equal an interactive run's), and never paying twice:
 - **A batch still running** when `batch_max_wait_s` is over ends its calls as `error` ("batch pending"): the
   stage publishes incomplete outputs and the next run resumes polling the same batch.
 
-Backends provide three hooks on the judge: `_batch_submit`, `_batch_status`, `_batch_results` (see LLMJudge).
+Providers implement three hooks: `batch_submit`, `batch_status`, `batch_results` (see `_provider.Provider`).
 """
 
 from __future__ import annotations
@@ -35,29 +35,23 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from ..artifacts import atomic_write_bytes, canonical_bytes
 from ._cache import endpoint_id
+from ._faults import Answer, CallFault, FatalCallError, error_entry
+from ._provider import BatchStatus
+from ._types import Request
 
-if TYPE_CHECKING:
-    from ._llm import Answer, CallFault, LLMJudge, Payload, _Halt
-    from ._protocol import Call
+# `llm` below is the `_engine.LLMClient` asking (not imported: the engine imports this module).
+LLMClient = Any
+_Halt = Any
 
-__all__ = ["BatchJournal", "BatchOutcome", "run_batches"]
+__all__ = ["BatchJournal", "BatchOutcome", "BatchStatus", "has_open_batches", "run_batches"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class BatchStatus:
-    """A provider batch's state: `done` once its results can be read (whatever became of each request)."""
-
-    done: bool
-    state: str
-    """The provider's status word (validating, in_progress, finalizing, completed, ended, failed, expired, ...)."""
 
 
 @dataclass
@@ -122,31 +116,36 @@ def _safe(batch_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in batch_id)[:200]
 
 
-def has_open_batches(judge: LLMJudge, keys: Iterable[str]) -> bool:
+def has_open_batches(llm: LLMClient, keys: Iterable[str]) -> bool:
     """Whether an open batch of this store holds one of `keys` (then even an interactive run collects it
     rather than paying for the call a second time)."""
-    journal = BatchJournal(judge.ctx.cache_dir / "batches")
+    journal = _journal(llm)
     if not journal._open_dir().is_dir():
         return False
     wanted = set(keys)
-    endpoint = endpoint_id(judge.call_backend, judge.args.base_url)
-    return any(wanted.intersection(rec["keys"]) for rec in journal.open_records(judge.call_backend, endpoint))
+    backend = llm.endpoint.backend
+    endpoint = endpoint_id(backend, llm.endpoint.base_url)
+    return any(wanted.intersection(rec["keys"]) for rec in journal.open_records(backend, endpoint))
+
+
+def _journal(llm: LLMClient) -> BatchJournal:
+    # next to the call cache: `<store root>/cache/batches`
+    return BatchJournal(llm.cache.root.parent / "batches")
 
 
 async def run_batches(
-    judge: LLMJudge, pending: dict[str, tuple[Call, Payload, list[int]]], *, submit: bool = True, halt: _Halt | None = None
+    llm: LLMClient, pending: dict[str, tuple[Request, list[int]]], *, submit: bool = True, halt: _Halt | None = None
 ) -> BatchOutcome:
-    """Answer `pending` (key → (call, payload, result indexes)) through provider batches: resume the open
+    """Answer `pending` (key → (request, reply indexes)) through provider batches: resume the open
     batches that hold some of these keys, submit the rest as new batches (unless `submit` is false: an
     interactive judge collecting what an earlier batch run left open), poll until done or
     `batch_max_wait_s`, and cache every answer under its call key. After a signal (`halt`) nothing more is
     submitted and polling stops; the journal keeps the open batches for the next run."""
-    from ._llm import CallFault, _error_entry
-
-    a = judge.args
-    backend, endpoint = judge.call_backend, endpoint_id(judge.call_backend, a.base_url)
-    journal = BatchJournal(judge.ctx.cache_dir / "batches")
-    client = judge._client()
+    a = llm.settings
+    backend = llm.endpoint.backend
+    endpoint = endpoint_id(backend, llm.endpoint.base_url)
+    journal = _journal(llm)
+    client = llm.provider.client()
     outcome = BatchOutcome({}, {})
     try:
         with journal.submitting():
@@ -156,55 +155,53 @@ async def run_batches(
                 mine = [k for k in rec["keys"] if k in pending]
                 if mine:
                     # Its spend has been settled nowhere yet: it counts against this run's cap first.
-                    worst = sum(judge._worst_cost(len(_payload_bytes(pending[k][1]))) for k in mine) * a.batch_discount
-                    judge.budget.reserve(worst, f"resumed batch {rec['batch_id']}")
+                    worst = sum(_worst(llm, pending[k][0]) for k in mine) * a.batch_discount
+                    llm.budget.reserve(worst, f"resumed batch {rec['batch_id']}")
                     rec["_reserved_here"] = worst
                     batches.append(rec)
                     covered.update(mine)
-                    judge._facts["batches_resumed"] += 1
-                    log.info("judge %s: resuming batch %s (%d of its calls are still needed)", judge.name, rec["batch_id"], len(mine))
+                    llm.stats["batches_resumed"] += 1
+                    log.info("%s: resuming batch %s (%d of its calls are still needed)", llm.who, rec["batch_id"], len(mine))
             new = [k for k in pending if k not in covered]
             outcome.untouched = set() if submit else set(new)
             for start in range(0, len(new) if submit else 0, a.batch_max_requests):
                 if halt is not None and halt.halted:
                     break
                 keys = new[start : start + a.batch_max_requests]
-                worst = sum(judge._worst_cost(len(_payload_bytes(pending[k][1]))) for k in keys) * a.batch_discount
-                judge.budget.reserve(worst, f"a batch of {len(keys)} calls")
+                worst = sum(_worst(llm, pending[k][0]) for k in keys) * a.batch_discount
+                llm.budget.reserve(worst, f"a batch of {len(keys)} calls")
                 try:
-                    batch_id = await _with_retries(judge, lambda ks=keys: judge._batch_submit(client, [(k, pending[k][1]) for k in ks]))
+                    batch_id = await _with_retries(llm, lambda ks=keys: llm.provider.batch_submit(client, [(k, pending[k][0]) for k in ks]))
                 except CallFault as fault:
                     # Not accepted, so not paid: these calls may be asked again, one by one or next run.
-                    judge.budget.settle(worst, 0.0)
+                    llm.budget.settle(worst, 0.0)
                     for k in keys:
-                        outcome.failed[k] = _error_entry(f"batch submit: {fault.reason}", judge._redact(fault.detail), 1)
+                        outcome.failed[k] = error_entry(f"batch submit: {fault.reason}", llm.redact(fault.detail), 1)
                     continue
                 except BaseException:
-                    judge.budget.settle(worst, 0.0)
+                    llm.budget.settle(worst, 0.0)
                     raise
-                rec = {"backend": backend, "endpoint": endpoint, "model": a.model, "batch_id": batch_id, "keys": keys,
+                rec = {"backend": backend, "endpoint": endpoint, "model": llm.endpoint.model, "batch_id": batch_id, "keys": keys,
                        "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "state": "submitted",
                        "reserved_usd": worst}  # fmt: skip
                 journal.record(rec)  # before the first poll: a restarted run resumes this batch
                 rec["_reserved_here"] = worst
                 batches.append(rec)
-                judge._facts["batches_submitted"] += 1
-                print(f"judge {judge.name}: submitted batch {batch_id} ({len(keys)} calls)", flush=True, file=sys.stderr)
-        await asyncio.gather(*(_finish(judge, client, journal, rec, pending, outcome, halt) for rec in batches))
+                llm.stats["batches_submitted"] += 1
+                print(f"{llm.who}: submitted batch {batch_id} ({len(keys)} calls)", flush=True, file=sys.stderr)
+        await asyncio.gather(*(_finish(llm, client, journal, rec, pending, outcome, halt) for rec in batches))
     finally:
-        await judge._aclose(client)
+        await llm.provider.aclose(client)
     return outcome
 
 
-def _payload_bytes(payload: Any) -> bytes:
-    return canonical_bytes(payload)
+def _worst(llm: LLMClient, request: Request) -> float:
+    return llm.worst_cost(len(canonical_bytes(request.hashed())), request.sampling.max_tokens)
 
 
-async def _with_retries(judge: LLMJudge, make: Any) -> Any:
-    """A batch API request (upload, create, status, results) with the judge's retries and backoff."""
-    from ._llm import CallFault, FatalCallError
-
-    a = judge.args
+async def _with_retries(llm: LLMClient, make: Any) -> Any:
+    """A batch API request (upload, create, status, results) with the call settings' retries and backoff."""
+    a = llm.settings
     attempt = 0
     while True:
         try:
@@ -213,16 +210,14 @@ async def _with_retries(judge: LLMJudge, make: Any) -> Any:
             attempt += 1
             if isinstance(fault, FatalCallError) or attempt > a.max_retries:
                 raise
-            judge._facts["retries"] += 1
+            llm.stats["retries"] += 1
             await asyncio.sleep(max(min(a.max_backoff_s, a.backoff_s * 2 ** (attempt - 1)), fault.retry_after or 0.0))
 
 
 async def _finish(
-    judge: LLMJudge, client: Any, journal: BatchJournal, rec: dict[str, Any], pending: dict, outcome: BatchOutcome, halt: _Halt | None = None
+    llm: LLMClient, client: Any, journal: BatchJournal, rec: dict[str, Any], pending: dict, outcome: BatchOutcome, halt: _Halt | None = None
 ) -> None:
-    from ._llm import CallFault, _error_entry
-
-    a = judge.args
+    a = llm.settings
     batch_id = rec["batch_id"]
     mine = [k for k in rec["keys"] if k in pending]
     reserved = rec["_reserved_here"]
@@ -232,17 +227,17 @@ async def _finish(
     try:
         while True:
             try:
-                status = await _with_retries(judge, lambda: judge._batch_status(client, batch_id))
+                status = await _with_retries(llm, lambda: llm.provider.batch_status(client, batch_id))
             except CallFault as fault:
                 # The batch may well be running: keep its record, the next run polls it again.
                 for k in mine:
-                    outcome.failed[k] = _error_entry("batch unreachable", judge._redact(f"batch {batch_id}: {fault.reason}: {fault.detail}"), 0)
+                    outcome.failed[k] = error_entry("batch unreachable", llm.redact(f"batch {batch_id}: {fault.reason}: {fault.detail}"), 0)
                 return
             if status.done:
                 break
             if time.monotonic() >= deadline:
                 for k in mine:
-                    outcome.failed[k] = _error_entry(
+                    outcome.failed[k] = error_entry(
                         "batch pending", f"batch {batch_id} still {status.state} after {a.batch_max_wait_s} s; the next run resumes it", 0
                     )
                 return
@@ -251,31 +246,31 @@ async def _finish(
             if halt is not None and halt.halted:
                 return  # the record stays open: the next run resumes polling this batch
         try:
-            answers = await _with_retries(judge, lambda: judge._batch_results(client, batch_id))
+            answers = await _with_retries(llm, lambda: llm.provider.batch_results(client, batch_id))
         except CallFault as fault:
             for k in mine:
-                outcome.failed[k] = _error_entry("batch unreachable", judge._redact(f"batch {batch_id} results: {fault.reason}: {fault.detail}"), 0)
+                outcome.failed[k] = error_entry("batch unreachable", llm.redact(f"batch {batch_id} results: {fault.reason}: {fault.detail}"), 0)
             return
         for k in mine:
-            call, payload, _ = pending[k]
+            request = pending[k][0]
             got: Answer | CallFault | None = answers.get(k)
             if got is None:
-                outcome.failed[k] = _error_entry("batch: no result", f"batch {batch_id} ({status.state}) returned no result for this call", 1)
+                outcome.failed[k] = error_entry("batch: no result", f"batch {batch_id} ({status.state}) returned no result for this call", 1)
                 continue
             if isinstance(got, CallFault):
-                outcome.failed[k] = _error_entry(got.reason, judge._redact(f"batch {batch_id}: {got.detail}"), 1)
+                outcome.failed[k] = error_entry(got.reason, llm.redact(f"batch {batch_id}: {got.detail}"), 1)
                 continue
-            worst = judge._worst_cost(len(_payload_bytes(payload)))
-            cost = judge._cost(got, worst) * a.batch_discount
+            worst = _worst(llm, request)
+            cost = llm.cost(got, worst) * a.batch_discount
             spent += cost
-            entry = judge._answer_entry(call, payload, got, cost, 0.0, 1)
+            entry = llm.entry(request, got, cost, 0.0, 1)
             if entry["outcome"] != "error":
                 to_cache.append((k, entry))
             outcome.answered[k] = (entry, False)
         # Parallel writes (fsyncs, and PUTs to a shared cache) coalesce; a batch may hold 50,000 answers.
         loop = asyncio.get_running_loop()
         with ThreadPoolExecutor(16, thread_name_prefix="batch-cache") as pool:
-            await asyncio.gather(*(loop.run_in_executor(pool, judge.cache.put, k, e) for k, e in to_cache))
+            await asyncio.gather(*(loop.run_in_executor(pool, llm.cache.put, k, e) for k, e in to_cache))
         journal.close(batch_id, status.state)  # only once every answer is cached
     finally:
-        judge.budget.settle(reserved, spent)
+        llm.budget.settle(reserved, spent)

@@ -1,0 +1,127 @@
+"""`anthropic`: Claude models through the `anthropic` SDK (Messages API)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ._faults import Answer, CallFault, RetryableError, ToolCall, expect, json_body, usage_tokens
+from ._provider import BatchStatus, Provider
+from ._types import Request
+
+__all__ = ["AnthropicProvider", "read_anthropic_answer"]
+
+
+def read_anthropic_answer(data: dict[str, Any]) -> Answer:
+    """The answer in a Messages API response body; a body without a content list is malformed (retried)."""
+    blocks = expect(data, "content", list)
+    texts = []
+    calls = []
+    for block in blocks:
+        if not isinstance(block, dict):
+            raise RetryableError("malformed response", f"a content block is {type(block).__name__}, expected object")
+        if block.get("type") == "text":
+            texts.append(expect(block, "text", str))
+        elif block.get("type") == "tool_use":
+            args = orjson.dumps(expect(block, "input", dict), option=orjson.OPT_SORT_KEYS).decode()
+            calls.append(ToolCall(id=expect(block, "id", str), name=expect(block, "name", str), arguments=args))
+    stop = expect(data, "stop_reason", str, optional=True)
+    usage = data.get("usage")
+    return Answer(
+        text="".join(texts),
+        refused=stop == "refusal",
+        finish_reason=stop,
+        input_tokens=usage_tokens(usage, "input_tokens"),
+        output_tokens=usage_tokens(usage, "output_tokens"),
+        provider_model=data.get("model") if isinstance(data.get("model"), str) else None,
+        tool_calls=tuple(calls),
+    )
+
+
+def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Non-system messages in the Messages API format: tool calls as `tool_use` blocks, tool results as
+    `tool_result` blocks of a user turn."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "system":
+            continue
+        if m["role"] == "tool":
+            block = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}
+            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+                out[-1]["content"].append(block)  # the results of one turn's calls travel together
+            else:
+                out.append({"role": "user", "content": [block]})
+        elif m.get("tool_calls"):
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": m["content"]}] if m.get("content") else []
+            blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": orjson.loads(c["arguments"] or "{}")} for c in m["tool_calls"]]
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            out.append(m)
+    return out
+
+
+class AnthropicProvider(Provider):
+    """Messages API; the system prompt travels in `system`, sampling seeds are not supported there."""
+
+    name = "anthropic"
+    sdk_module = "anthropic"  # a core dependency, imported only when an Anthropic endpoint is used
+    client_class = "AsyncAnthropic"
+    default_base_url = "https://api.anthropic.com"
+
+    def body(self, request: Request) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(typed request fields, extra body fields) of one call: the interactive and the batch path send the same."""
+        assert request.messages is not None, "the anthropic backend speaks only the chat (Messages) API"
+        messages = list(request.messages)
+        s = request.sampling
+        system = "\n".join(m["content"] for m in messages if m["role"] == "system")
+        body: dict[str, Any] = {"model": self.endpoint.model, "max_tokens": s.max_tokens, "messages": _wire_messages(messages)}
+        if system:
+            body["system"] = system
+        if request.tools:
+            body["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools]
+        extra = dict(s.extra)
+        for name in ("temperature", "top_p"):
+            if getattr(s, name) is not None:
+                # Sent as raw body fields: recent SDKs dropped them from the typed signature, the API keeps them.
+                extra[name] = getattr(s, name)
+        return body, extra
+
+    async def send(self, client: Any, request: Request) -> Answer:
+        body, extra = self.body(request)
+        raw = await self.call(client.messages.with_raw_response.create(**body, extra_body=extra or None))
+        return read_anthropic_answer(json_body(raw))
+
+    # -- Message Batches: one request list, a status, a JSONL of per-request results ----------------------
+    async def batch_submit(self, client: Any, items: list[tuple[str, Request]]) -> str:
+        requests = []
+        for key, request in items:
+            body, extra = self.body(request)
+            requests.append({"custom_id": key, "params": {**body, **extra}})
+        batch = await self.call(client.messages.batches.create(requests=requests))
+        return batch.id
+
+    async def batch_status(self, client: Any, batch_id: str) -> BatchStatus:
+        batch = await self.call(client.messages.batches.retrieve(batch_id))
+        return BatchStatus(done=batch.processing_status == "ended", state=batch.processing_status)
+
+    async def batch_results(self, client: Any, batch_id: str) -> dict[str, Answer | CallFault]:
+        return await self.call(self._collect(client, batch_id))
+
+    async def _collect(self, client: Any, batch_id: str) -> dict[str, Answer | CallFault]:
+        out: dict[str, Answer | CallFault] = {}
+        async for item in await client.messages.batches.results(batch_id):
+            result = item.result
+            if result.type == "succeeded":
+                try:
+                    out[item.custom_id] = read_anthropic_answer(result.message.model_dump(mode="json"))
+                except CallFault as fault:
+                    out[item.custom_id] = fault
+            elif result.type == "errored":
+                err = getattr(result.error, "error", None)
+                kind = getattr(err, "type", None) or "error"
+                # Redact, then cut (a key echoed across the cut would leave its head behind).
+                out[item.custom_id] = RetryableError(f"batch: {kind}", self.redact(str(getattr(err, "message", "") or result.error))[:300])
+            else:  # expired, canceled
+                out[item.custom_id] = RetryableError(f"batch: {result.type}", f"the provider reports the request {result.type}")
+        return out
