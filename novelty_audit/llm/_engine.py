@@ -248,9 +248,14 @@ class _Halt:
     def halted(self) -> bool:
         return self.signum is not None
 
-    def install(self) -> None:
+    def attach(self) -> None:
+        """Bind to the running event loop (naps wake on a signal); no handler is installed."""
         self._loop = asyncio.get_running_loop()
         self._event = asyncio.Event()
+
+    def install(self) -> None:
+        """`attach`, and take SIGINT/SIGTERM from their handlers until `uninstall` (main thread only)."""
+        self.attach()
         if threading.current_thread() is not threading.main_thread():
             return
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -467,7 +472,7 @@ class LLMClient:
     async def ask_async(self, requests: Sequence[Request]) -> list[Reply]:
         """`ask` inside a running event loop (signals are left to the loop's owner)."""
         halt = _Halt(self.who)
-        halt._loop, halt._event = asyncio.get_running_loop(), asyncio.Event()
+        halt.attach()
         return await self._ask_held(requests, halt)
 
     async def _ask_signalled(self, requests: Sequence[Request], halt: _Halt) -> list[Reply]:
