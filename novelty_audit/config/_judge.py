@@ -38,7 +38,7 @@ class CallSettings(Frozen):
     """First retry delay; doubles per retry (a Retry-After header takes precedence when longer)."""
     max_backoff_s: float = Field(default=60.0, ge=0)
     """Longest retry delay."""
-    circuit_breaker: int = 5
+    circuit_breaker: int = Field(default=5, ge=0)
     """After this many consecutive calls without an answer (connection refused or reset, connect or read
     timeout) the endpoint counts as down: nothing more is sent to it in this run and the remaining calls end
     as `error` with reason "circuit open" (they are asked again next run). An endpoint that answers, even
@@ -48,29 +48,19 @@ class CallSettings(Frozen):
     batch price instead of one request each; answers land in the same call cache under the same keys, so
     verdicts equal an interactive run's. The batch id is recorded in the store before polling: a killed run
     resumes the same batch (docs/design/judging.md, "Provider batches")."""
-    batch_discount: float = 0.5
+    batch_discount: float = Field(default=0.5, gt=0, le=1)
     """Batch price as a share of the interactive price (both providers charge half today)."""
-    batch_poll_s: float = 30.0
+    batch_poll_s: float = Field(default=30.0, ge=0)
     """Seconds between status polls of a running batch."""
-    batch_max_wait_s: float = 24 * 3600.0
+    batch_max_wait_s: float = Field(default=24 * 3600.0, ge=0)
     """How long this run polls; a batch still running then ends its calls as `error` ("batch pending") and
     the next run resumes polling it (never resubmits)."""
     batch_failures: Literal["interactive", "next-batch"] = "interactive"
     """What happens to calls a batch failed (OpenAI error file, Anthropic errored/expired results):
     interactive: asked at once, one request each, at the interactive price; next-batch: left as `error`
     (not cached), so the next run submits them in a new batch."""
-    batch_max_requests: int = 50000
+    batch_max_requests: int = Field(default=50000, ge=1)
     """Calls per batch (the providers' limits: OpenAI 50,000, Anthropic 100,000); more make several batches."""
-
-    @model_validator(mode="after")
-    def _bounds(self) -> "CallSettings":
-        if self.circuit_breaker < 0:
-            raise ValueError("circuit_breaker must be ≥ 0 (0: off)")
-        if not 0 < self.batch_discount <= 1:
-            raise ValueError("batch_discount must be in (0, 1] (0.5: half the interactive price)")
-        if self.batch_max_requests < 1 or self.batch_poll_s < 0 or self.batch_max_wait_s < 0:
-            raise ValueError("batch_max_requests must be ≥ 1, batch_poll_s and batch_max_wait_s ≥ 0")
-        return self
 
     def knobs(self) -> dict[str, Any]:
         """These settings alone (an args model extending this one holds more)."""
