@@ -37,8 +37,8 @@ from novelty_audit.orchestration import (
     drift_paths,
     drift_rows,
 )
-from novelty_audit.params import Params, load_params
-from novelty_audit.pipeline import stage_out_dir
+from novelty_audit.params import Params
+from novelty_audit.pipeline import load_checked_params, stage_out_dir
 
 from ._fanout import judge_map
 
@@ -101,7 +101,7 @@ def drift_watch(project_dir: str = ".", params_path: str = "params.yaml") -> dic
     """
     logger = get_run_logger()
     with contextlib.chdir(Path(project_dir)):
-        params = load_params(params_path)
+        params = load_checked_params(params_path)
         judges = drift_judges(params)
         if not judges:
             logger.warning("%s", NO_API_JUDGE)

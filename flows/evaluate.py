@@ -20,8 +20,7 @@ from prefect.cache_policies import NO_CACHE
 from novelty_audit.artifacts import Store
 from novelty_audit.errors import NoveltyAuditError
 from novelty_audit.orchestration import RunSummary, StageOutcome, record_in_dvc, summarize_run
-from novelty_audit.params import load_params
-from novelty_audit.pipeline import run_stage, stage_order
+from novelty_audit.pipeline import load_checked_params, run_stage, stage_order
 
 from ._fanout import forward_progress, judge_map
 
@@ -39,7 +38,7 @@ def stage_task(
     runner of params.yaml `flows.task_runner`; its outputs are the same either way.
     """
     logger = get_run_logger()
-    params = load_params(params_path)
+    params = load_checked_params(params_path)
     store = Store(params.store.root)
     hooks = STAGE_HOOKS[name](params) if fan_out and name in STAGE_HOOKS else None
     seen = len(store.run_facts(name))
@@ -67,7 +66,7 @@ def publish_summary(summary: RunSummary, title: str, key: str) -> None:
 def _facts_since(params_path: str, name: str, seen: int) -> list[dict]:
     """Run-log records `name` appended since there were `seen` (facts of a failed stage, e.g. its calls)."""
     try:
-        return Store(load_params(params_path).store.root).run_facts(name)[seen:]
+        return Store(load_checked_params(params_path).store.root).run_facts(name)[seen:]
     except NoveltyAuditError:  # params that do not load: the stage's own error says so
         return []
 

@@ -17,7 +17,7 @@ from prefect import serve
 from prefect.deployments.runner import EntrypointType, RunnerDeployment
 from prefect.schedules import Cron
 
-from novelty_audit.params import load_params
+from novelty_audit.pipeline import load_checked_params
 
 from .drift import drift_watch
 from .evaluate import evaluate
@@ -26,7 +26,7 @@ from .evaluate import evaluate
 def deployments(project_dir: str | Path = ".", params_path: str = "params.yaml") -> list[RunnerDeployment]:
     """The two deployments with their cron schedules; runs use the absolute project directory."""
     root = Path(project_dir).resolve()
-    sched = load_params(root / params_path).flows.schedules
+    sched = load_checked_params(root / params_path).flows.schedules
     params = {"project_dir": str(root), "params_path": params_path}
     return [
         evaluate.to_deployment(

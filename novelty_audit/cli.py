@@ -49,7 +49,7 @@ def stage(
     """Run one pipeline stage (what dvc.yaml calls)."""
     import os
 
-    from .artifacts._lock import LOCK_TIMEOUT_ENV
+    from .artifacts import LOCK_TIMEOUT_ENV
     from .pipeline import run_stage
 
     if wait is not None:
@@ -75,15 +75,16 @@ def pin(
 ) -> None:
     """Check the dataset pins; with --accept, write the current digests to params.yaml and list what changed."""
     from .datasets import accept_pins, check_pin
-    from .params import load_params
+    from .novbench import normalize_novbench
+    from .pipeline import load_checked_params
 
-    p = load_params(params)
+    p = load_checked_params(params)
     if not accept:
         for name, dp in sorted(p.pin.datasets.items()):
             check_pin(name, dp)
             out.print(f"{name}: {dp.path} matches its pin {dp.sha256[:16]}")
         return
-    changes = accept_pins(params, p, Path(p.store.artifacts) / "pin")
+    changes = accept_pins(params, p, Path(p.store.artifacts) / "pin", papers=normalize_novbench)
     for c in changes:
         if not c.changed:
             out.print(f"{c.dataset}: {c.path} unchanged")
@@ -101,10 +102,10 @@ def signals(
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Check the signals inputs (review directory, index, pins); with --accept, write the pins to params.yaml."""
-    from .params import load_params
+    from .pipeline import load_checked_params
     from .signals import accept_signal_pins, signal_input_files
 
-    p = load_params(params)
+    p = load_checked_params(params)
     if not accept:
         files = signal_input_files(p.signals)
         out.print(f"{sum(map(len, files.values()))} signals input files match their pins")
@@ -144,11 +145,11 @@ def embeddings(
     """Shipped embeddings: `check` recomputes every pinned vector and compares (exit 1 on a difference); `build` writes the file."""
     from .errors import BadInputError
     from .judges.distance import build_embeddings, check_embeddings
-    from .params import load_params
+    from .pipeline import load_checked_params
 
     if action not in ("check", "build") or (out_path is not None and action != "build"):
         raise BadInputError(f"embeddings {action}{' --out' if out_path is not None else ''}: expected `check` or `build [--out FILE]`")
-    p = load_params(params)
+    p = load_checked_params(params)
     r = check_embeddings(p.judge) if action == "check" else build_embeddings(p.judge, store_root=p.store.root, out=out_path)
     _emit(r, as_json)
     if not r.ok:
@@ -162,9 +163,9 @@ def runs(
 ) -> None:
     """List the runs ledger."""
     from .artifacts import Store
-    from .params import load_params
+    from .pipeline import load_checked_params
 
-    recs = Store(load_params(params).store.root).runs()
+    recs = Store(load_checked_params(params).store.root).runs()
     if as_json:
         _json([r.model_dump(mode="json") for r in recs])
         return
@@ -183,9 +184,9 @@ def manifest(
 ) -> None:
     """Print a stage's manifest (content) and its latest run facts (never hashed)."""
     from .artifacts import Store, load_manifest
-    from .params import load_params
+    from .pipeline import load_checked_params
 
-    p = load_params(params)
+    p = load_checked_params(params)
     m = load_manifest(Path(p.store.artifacts) / name)
     facts = Store(p.store.root).run_facts(name)
     _json({"manifest": m.model_dump(mode="json"), "manifest_digest": m.digest(), "last_run": facts[-1] if facts else None})
@@ -229,9 +230,9 @@ def judges(
 ) -> None:
     """List the registered judge backends and the judges configured in params.yaml."""
     from .judges import judge_catalog
-    from .params import load_params
+    from .pipeline import load_checked_params
 
-    cat = judge_catalog(load_params(params).judge)
+    cat = judge_catalog(load_checked_params(params).judge)
     if as_json:
         _json(cat)
         return
@@ -287,7 +288,7 @@ def export(
     """Write the judge stage's verdicts, or the decided audit changes, as an id,verdict file that `flips` and `quality` read."""
     from .errors import BadInputError
     from .metrics import export_gold, export_verdicts
-    from .params import load_params
+    from .pipeline import load_checked_params
 
     if what == "adjudications":
         from .audit import export_adjudications
@@ -299,7 +300,7 @@ def export(
         raise BadInputError(f"export {what}: expected verdicts, gold or adjudications")
     if (what == "verdicts") != (judge is not None):
         raise BadInputError("export verdicts needs --judge; export gold takes no --judge")
-    p = load_params(params)
+    p = load_checked_params(params)
     table = Path(p.store.artifacts) / "judge" / "verdicts.parquet"
     if table.is_file():  # checked against the judge stage's manifest, as a stage reading it would check it
         from .artifacts import Store, check_published_file
@@ -365,9 +366,9 @@ def adjudicate(
             raise BadInputError(f"adjudicate: missing {', '.join(missing)}", hint="give DATASET JUDGE PAIR --from X --to Y, or --group ID")
         rows = decide(params, dataset=dataset or "", judge=judge or "", pair=pair or "", from_verdict=from_verdict or "",
                       to_verdict=to_verdict or "", decision=decision, reason=reason, who=who, group=group, when=when, **runs)
-    from .params import load_params
+    from .pipeline import load_checked_params
 
-    path = load_params(params).audit.adjudications
+    path = load_checked_params(params).audit.adjudications
     out.print(f"appended {len(rows)} decision(s) to {path}")
 
 

@@ -7,7 +7,6 @@ covers only the sections it reads (`section_payload`).
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -142,7 +141,10 @@ def load_raw_params(path: str | Path = "params.yaml") -> dict[str, Any]:
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:
-    """Parse and validate params.yaml; errors name the section and field."""
+    """Parse and validate params.yaml against the section models; errors name the section and field.
+
+    The judges' backend args are checked by the judge registry, which sits above this module:
+    `novelty_audit.pipeline.load_checked_params` does both, and every command and flow loads params with it."""
     raw = load_raw_params(path)
     try:
         params = Params.model_validate(raw)
@@ -154,10 +156,6 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         raise ConfigError(
             "\n".join(lines), hint=f"fix the field(s) named above in {path} (each section's fields are documented in novelty_audit/config)"
         ) from None
-    # Every configured judge (enabled or not) is checked against its backend's args model, which lives
-    # with the backend. Imported by name: stage code digests follow import statements, and this check
-    # only accepts or refuses params, it never changes an output.
-    importlib.import_module("novelty_audit.judges").validate_judges(params.judge, source=str(path))
     return params
 
 

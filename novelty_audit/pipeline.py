@@ -16,9 +16,21 @@ import yaml
 
 from .artifacts import MANIFEST_NAME, RunRecord, StageManifest, Store, load_manifest, stage_lock
 from .errors import ConfigError, UnknownNameError
+from .judges import validate_judges
 from .params import Params, load_params
 
-__all__ = ["stage_order", "run_stage", "record_run", "stage_out_dir", "current_manifests"]
+__all__ = ["load_checked_params", "stage_order", "run_stage", "record_run", "stage_out_dir", "current_manifests"]
+
+
+def load_checked_params(path: str | Path = "params.yaml") -> Params:
+    """params.yaml parsed and checked: every section against its model, and every configured judge, enabled or
+    not, against its backend's args model, so a typo in any judge fails before any stage runs.
+
+    The judge check is here, not in `params.load_params`: the judge registry sits above the params models (it
+    validates against them), and a stage's code digest stays free of the judge backends it does not use."""
+    params = load_params(path)
+    validate_judges(params.judge, source=str(path))
+    return params
 
 
 def stage_order(dvc_yaml: str | Path = "dvc.yaml") -> list[str]:
@@ -79,7 +91,7 @@ def run_stage(
     `hooks` are extra keyword arguments for the stage's `run` that change how, never what, it computes
     (e.g. the judge stage's `map_judges`, which the Prefect flow uses to fan work out as tasks).
     """
-    params = load_params(params_path)
+    params = load_checked_params(params_path)
     order = stage_order(dvc_yaml)
     if name not in order:
         import difflib

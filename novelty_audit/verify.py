@@ -27,13 +27,13 @@ from .artifacts import (
     MANIFEST_NAME,
     Store,
     declared_stages,
+    digest_file,
     dvc_md5,
     load_manifest,
     locked_outs,
     published_records,
     verify_tree,
 )
-from .artifacts._digest import digest_file
 from .errors import ConfigError, ManifestMismatchError
 from .params import StoreParams, load_raw_params
 

@@ -16,10 +16,8 @@ from novelty_audit.artifacts import (
     execute_stage,
 )
 from novelty_audit.errors import IncompleteStageError
-from novelty_audit.judges import JudgeMap, build_judges, failure_line, judge_stage_inputs, run_judges
-from novelty_audit.judges._budget import Budget
-from novelty_audit.novbench._generate import REVIEW_KEYS
-from novelty_audit.novbench._review import build as build_review_generators, review_inputs, run_reviews, write_reviews
+from novelty_audit.judges import Budget, JudgeMap, build_judges, failure_line, judge_stage_inputs, run_judges
+from novelty_audit.novbench import REVIEW_KEYS, build_review_generators, review_inputs, run_reviews, write_reviews
 from novelty_audit.params import Params, section_payload
 
 UPSTREAM: tuple[str, ...] = ("pin", "probe")

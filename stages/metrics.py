@@ -29,7 +29,7 @@ from novelty_audit.artifacts import (
 )
 from novelty_audit.errors import ManifestMismatchError
 from novelty_audit.metrics import PROBE_DEFINITIONS, compute_metrics, probe_metrics
-from novelty_audit.novbench._stage import NOVBENCH_OUTPUTS, novbench_inputs, resolve_fluency, score_reviews
+from novelty_audit.novbench import NOVBENCH_OUTPUTS, novbench_inputs, resolve_fluency, score_reviews
 from novelty_audit.params import Params, section_payload
 from novelty_audit.probe import PROBE_SUFFIX
 

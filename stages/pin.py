@@ -10,7 +10,8 @@ from pathlib import Path
 from novelty_audit.artifacts import StageInput, StageManifest, StageResult, Store, execute_stage, write_table
 from novelty_audit.datasets import check_pin, load_dataset
 from novelty_audit.errors import BadInputError
-from novelty_audit.novbench._tables import TABLE_KEYS as NOVBENCH_TABLE_KEYS
+from novelty_audit.novbench import TABLE_KEYS as NOVBENCH_TABLE_KEYS
+from novelty_audit.novbench import normalize_novbench
 from novelty_audit.params import Params, section_payload
 
 UPSTREAM: tuple[str, ...] = ()
@@ -26,10 +27,10 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         summary: dict[str, dict[str, int]] = {}
         problems: list[str] = []
         for name, pin in sorted(params.pin.datasets.items()):
-            norm = load_dataset(name, pin, check=False)  # every pin was checked above, before the identity
+            norm = load_dataset(name, pin, check=False, papers=normalize_novbench)  # every pin was checked above, before the identity
             for ex in norm.exclusions.iter_rows(named=True):
                 problems.append(f"{ex['file']}: item {ex['item']}, field {ex['field']}: {ex['reason']}")
-            if pin.source == "novbench":  # NovBench papers: their own tables (novelty_audit/novbench/_tables.py)
+            if pin.source == "novbench":  # NovBench papers: their own tables (novelty_audit.novbench.normalize_novbench)
                 for table, key in NOVBENCH_TABLE_KEYS.items():
                     write_table(tmp / f"{name}/{table}.parquet", getattr(norm, table))
                     outputs[f"{name}/{table}.parquet"] = key

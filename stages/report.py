@@ -13,8 +13,8 @@ from pathlib import Path
 
 from novelty_audit.artifacts import StageInput, StageManifest, StageResult, Store, execute_stage, read_json, record_published
 from novelty_audit.errors import ManifestMismatchError
-from novelty_audit.novbench._report import PUBLISHED_PATH as NOVBENCH_PUBLISHED
-from novelty_audit.novbench._report import published_rows as novbench_published_rows
+from novelty_audit.novbench import PUBLISHED_PATH as NOVBENCH_PUBLISHED
+from novelty_audit.novbench import published_rows as novbench_published_rows
 from novelty_audit.params import Params, section_payload
 from novelty_audit.report import (
     AUDIT_FILES,

@@ -15,7 +15,7 @@ from ._digest import (
 )
 from ._dvc import DeclaredStage, LockedOut, declared_stages, dvc_md5, locked_outs, uncovered_inputs
 from ._io import atomic_write_bytes, csv_records, read_json, read_table, temp_prefix, write_json, write_table
-from ._lock import file_lock, stage_lock
+from ._lock import LOCK_TIMEOUT_ENV, file_lock, stage_lock
 from ._manifest import MANIFEST_NAME, FileRecord, StageManifest, file_record, load_manifest, tool_versions, write_manifest
 from ._stage import StageInput, StageResult, execute_stage, stage_identity
 from ._published import publish_copy, published_records, record_published
@@ -44,6 +44,7 @@ __all__ = [
     "dvc_md5",
     "stage_lock",
     "file_lock",
+    "LOCK_TIMEOUT_ENV",
     "clean_stale_temps",
     "temp_prefix",
     "publish_copy",

@@ -1,13 +1,18 @@
 """Code digest of a stage: its own module plus every project module it imports, transitively.
 
 Imports are read from the source (AST), not from `sys.modules`, so the digest does not
-depend on what else happened to be imported in the process.
+depend on what else happened to be imported in the process. Two lazy forms are followed as imports:
+- a reference string `"novelty_audit.pkg.module:attr"` (how the judge backend registry names its lazy
+  factories): the module holding the string depends on that module;
+- a package face that resolves exports on first use declares them in a module-level dict literal
+  `_LAZY = {"name": "._module"}`: `from pkg import name` depends on `pkg._module`, for the names imported only.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 import threading
 from pathlib import Path
 
@@ -45,6 +50,23 @@ def _resolve(name: str) -> tuple[str, Path] | None:
     return name, Path(spec.origin)
 
 
+_REFERENCE = re.compile(r"^(?:%s)(?:\.[A-Za-z_]\w*)*(?=:[A-Za-z_]\w*$)" % "|".join(PROJECT_PACKAGES))
+
+
+def _lazy_exports(package: str) -> dict[str, str]:
+    """A package face's `_LAZY` table (export name → absolute module name), empty when it has none."""
+    resolved = _resolve(package)
+    if resolved is None or resolved[1].name != "__init__.py":
+        return {}
+    for node in ast.parse(resolved[1].read_bytes()).body:
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in node.targets)
+                and isinstance(node.value, ast.Dict)):
+            return {k.value: package + v.value if v.value.startswith(".") else v.value
+                    for k, v in zip(node.value.keys, node.value.values)
+                    if isinstance(k, ast.Constant) and isinstance(v, ast.Constant) and isinstance(v.value, str)}
+    return {}
+
+
 def _imports_of(name: str, path: Path) -> set[str]:
     tree = ast.parse(path.read_bytes(), filename=str(path))
     is_pkg = path.name == "__init__.py"
@@ -64,6 +86,13 @@ def _imports_of(name: str, path: Path) -> set[str]:
             found.add(mod)
             # `from pkg import sub` may name a submodule
             found.update(f"{mod}.{a.name}" for a in node.names)
+            if _is_project(mod):
+                lazy = _lazy_exports(mod)
+                found.update(lazy[a.name] for a in node.names if a.name in lazy)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            ref = _REFERENCE.match(node.value)
+            if ref:
+                found.add(ref.group(0))
     result: set[str] = set()
     for mod in found:
         if not _is_project(mod):

@@ -16,6 +16,7 @@ from ._adjudicate import (
 from ._export import ABSTAIN_LABEL, AdjudicationExport, export_adjudications, reference_label
 from ._tally import TALLY_COLUMNS, decisions_per_judge
 from ._api import (
+    AUDIT_FILES,
     AuditReport,
     adjudicate,
     adjudicate_group,
@@ -24,6 +25,7 @@ from ._api import (
     audit_since_last_run,
     list_runs,
     refresh_latest_audit,
+    write_latest_audit,
 )
 from ._classify import KEY, KIND_KEYS, classify_changes, config_knobs, word_diff
 from ._model import (
@@ -87,6 +89,8 @@ __all__ = [
     "audit_since_last_run",
     "list_runs",
     "refresh_latest_audit",
+    "write_latest_audit",
+    "AUDIT_FILES",
     "KEY",
     "KIND_KEYS",
     "classify_changes",

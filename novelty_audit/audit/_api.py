@@ -6,19 +6,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..artifacts import Store
-from ..errors import BadInputError, NoveltyAuditError
+from ..artifacts import Store, atomic_write_bytes, write_json
+from ..errors import BadInputError, ManifestMismatchError, NoveltyAuditError
 from ._adjudicate import append_adjudications, check_field
+from ._decisions import DECISIONS_KEY, with_decisions
 from ._model import CAUSES, DECISIONS, STATUSES, AuditFilters, AuditResult, Change
 from ._render import audit_markdown
 from ._runs import audit, audit_sides, current_side, latest_other_run, ledger_side, window
 from ._runs import list_runs as _list_runs
+from ._tally import decisions_per_judge
 
 if TYPE_CHECKING:  # params.py imports this package for AuditParams: import it lazily
     from ..params import Params
 
 __all__ = ["audit_project", "audit_since_last_run", "AuditReport", "adjudicate", "adjudicate_group", "list_runs",
-           "apply_filters", "refresh_latest_audit"]
+           "apply_filters", "refresh_latest_audit", "write_latest_audit", "AUDIT_FILES"]
+
+AUDIT_FILES = ("audit.md", "audit.json")
+"""The latest audit's files in `report.publish_dir`: written beside the report by the report stage, rewritten by
+every decision; outside the report's manifest (they depend on the runs ledger and the adjudication file)."""
 
 
 class AuditReport(NamedTuple):
@@ -29,9 +35,9 @@ class AuditReport(NamedTuple):
 
 
 def _params(params: str | Path | Params) -> Params:
-    from ..params import load_params
+    from ..pipeline import load_checked_params
 
-    return load_params(params) if isinstance(params, (str, Path)) else params
+    return load_checked_params(params) if isinstance(params, (str, Path)) else params
 
 
 def apply_filters(result: AuditResult, filters: AuditFilters | None) -> AuditResult:
@@ -211,7 +217,6 @@ def refresh_latest_audit(params: Params) -> list[Path]:
     """Rewrite reports/audit.md and audit.json (when the report stage has published them) so they show the new
     decisions, and re-record their sha256 so `verify` stays clean."""
     from ..artifacts import record_published
-    from ..report import AUDIT_FILES, write_latest_audit
 
     publish = Path(params.report.publish_dir)
     paths = [publish / n for n in AUDIT_FILES]
@@ -220,3 +225,28 @@ def refresh_latest_audit(params: Params) -> list[Path]:
     write_latest_audit(params, publish)
     record_published(paths, artifacts_root=params.store.artifacts, stage="report")
     return paths
+
+
+def write_latest_audit(params: Params, publish_dir: Path) -> Path:
+    """audit.md and audit.json: the previous ledger run → the current stage outputs, with the decisions per judge."""
+    publish_dir = Path(publish_dir)
+    md_name, json_name = AUDIT_FILES
+    try:
+        report = audit_since_last_run(params)
+    except ManifestMismatchError as exc:
+        # The previous run's objects were pruned from the store: say so where the audit would be, and go on;
+        # the report itself does not depend on the ledger.
+        text = f"# Verdict-change audit\n\nThe audit against the previous run could not be computed: {exc.message}\n"
+        atomic_write_bytes(publish_dir / md_name, text.encode("utf-8"))
+        write_json(publish_dir / json_name, {"error": exc.message})
+        return publish_dir / md_name
+    if report is None:
+        text = ("# Verdict-change audit\n\nNo earlier run with judge verdicts is in the runs ledger yet: "
+                "nothing to compare. The next pipeline run is audited against this one.\n")
+        atomic_write_bytes(publish_dir / md_name, text.encode("utf-8"))
+        write_json(publish_dir / json_name, None)
+        return publish_dir / md_name
+    tally = decisions_per_judge(report.result)
+    atomic_write_bytes(publish_dir / md_name, with_decisions(report.markdown, tally).encode("utf-8"))
+    write_json(publish_dir / json_name, {**report.result.to_json(), DECISIONS_KEY: tally})
+    return publish_dir / md_name

@@ -109,9 +109,9 @@ def export_adjudications(
     as JSONL rows `{id, verdict, ...evidence}` that `quality --reference` reads. id = `<dataset>/<item>`, or the
     item id with `dataset` (the ids `export verdicts` writes). Two decided changes of one id (two judges) are an
     error unless `judge` picks one."""
-    from ..params import load_params
+    from ..pipeline import load_checked_params
 
-    p = load_params(params) if isinstance(params, (str, Path)) else params
+    p = load_checked_params(params) if isinstance(params, (str, Path)) else params
     out = Path(out)
     if fmt not in (None, "jsonl"):
         raise BadInputError(f"--format {fmt}: adjudications are exported as JSONL only (nested evidence does not fit a CSV cell)")

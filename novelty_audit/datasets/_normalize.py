@@ -16,7 +16,7 @@ import polars as pl
 from ..artifacts import digest_bytes, short_id
 from ._records import RawPair
 
-__all__ = ["Exclusion", "Normalized", "normalize_pairs", "normalize_text", "EXCLUSION_SCHEMA"]
+__all__ = ["Exclusion", "Normalized", "normalize_pairs", "normalize_text", "EXCLUSION_SCHEMA", "IDEA_SCHEMA", "PAIR_SCHEMA", "POINT_SCHEMA"]
 
 LABELS = ("POSITIVE", "NEGATIVE")
 _NA = ("N/A", "", None)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..artifacts import MANIFEST_NAME, atomic_write_bytes, check_pinned_file, digest_file, load_manifest, row_digests
 from ..errors import BadInputError, ConfigError, require
@@ -15,10 +16,11 @@ from ..params import DatasetPin, Params
 from ._normalize import Normalized, normalize_pairs
 from ._records import read_pairs
 
-if TYPE_CHECKING:
-    from ..novbench._tables import NovbenchTables
+__all__ = ["PinChange", "PapersReader", "check_pin", "fetch_pinned", "load_dataset", "accept_pins", "hub_filename"]
 
-__all__ = ["PinChange", "check_pin", "fetch_pinned", "load_dataset", "accept_pins", "hub_filename"]
+PapersReader = Callable[[Path, str], Any]
+"""Reads a NovBench-format file (path, dataset name) into its tables (`novelty_audit.novbench.normalize_novbench`).
+Passed in by the caller: the novbench package sits above this one (it reuses this package's text normalization)."""
 
 
 def hub_filename(config: str) -> str:
@@ -53,14 +55,14 @@ def check_pin(name: str, pin: DatasetPin) -> Path:
     return path
 
 
-def load_dataset(name: str, pin: DatasetPin, *, check: bool = True) -> "Normalized | NovbenchTables":
-    """The canonical tables of a pinned file: pairs (yaml/parquet/hf) or NovBench papers (source novbench)."""
+def load_dataset(name: str, pin: DatasetPin, *, check: bool = True, papers: PapersReader | None = None) -> Any:
+    """The canonical tables of a pinned file: pairs (yaml/parquet/hf, a `Normalized`) or NovBench papers (source
+    novbench, read by `papers`, which a caller pinning such a dataset must pass)."""
     path = check_pin(name, pin) if check else fetch_pinned(pin)
     if pin.source == "novbench":
-        # Imported here: novbench's tables reuse this package's text normalization (a cycle at import time).
-        from ..novbench._tables import normalize_novbench
-
-        return normalize_novbench(path, name)
+        if papers is None:
+            raise TypeError(f"dataset {name}: source novbench needs papers=novelty_audit.novbench.normalize_novbench")
+        return papers(path, name)
     fmt = "yaml" if pin.source == "yaml" else "parquet"
     return normalize_pairs(read_pairs(path, fmt), dataset=name, file=path)
 
@@ -81,7 +83,7 @@ class PinChange:
         return self.old_sha256 != self.new_sha256
 
 
-def _items(norm: "Normalized | NovbenchTables") -> dict[str, str]:
+def _items(norm: Any) -> dict[str, str]:
     out = {}
     keyed = ((norm.papers, "paper_id"),) if not isinstance(norm, Normalized) else ((norm.ideas, "idea_id"), (norm.pairs, "pair_id"))
     for df, key in keyed:
@@ -102,8 +104,9 @@ def _previous_items(pin_dir: Path, dataset: str) -> dict[str, str]:
     return out
 
 
-def accept_pins(params_path: Path, params: Params, pin_dir: Path) -> list[PinChange]:
-    """Re-pin every dataset file to its current sha256 in params.yaml and report what moved."""
+def accept_pins(params_path: Path, params: Params, pin_dir: Path, *, papers: PapersReader | None = None) -> list[PinChange]:
+    """Re-pin every dataset file to its current sha256 in params.yaml and report what moved (`papers`: as for
+    `load_dataset`)."""
     changes = []
     for name, pin in params.pin.datasets.items():
         path = fetch_pinned(pin)
@@ -113,7 +116,7 @@ def accept_pins(params_path: Path, params: Params, pin_dir: Path) -> list[PinCha
         change = PinChange(dataset=name, path=path.as_posix(), old_sha256=pin.sha256, new_sha256=new)
         if change.changed:
             before = _previous_items(pin_dir, name)
-            after = _items(load_dataset(name, pin, check=False))
+            after = _items(load_dataset(name, pin, check=False, papers=papers))
             change.items = {
                 "changed": sorted(k for k in after.keys() & before.keys() if after[k] != before[k]),
                 "added": sorted(after.keys() - before.keys()),

@@ -1,13 +1,14 @@
 """Judges: one registry of backends (controls, API LLMs, local GGUF, distance), the voting protocol,
-prompts and the call cache. A judge is built from its params.yaml spec with `build_judge`.
+prompts and the call cache. A judge is built from its params.yaml spec with `build_judges`.
 
-Importing this package imports every backend module so each registers itself; heavy dependencies are
-imported inside the factories.
+The backends are named in one table (`_backends.py`) with lazy factories: importing this package imports no
+backend module; a backend's module is imported when its name is first used, its heavy dependencies inside
+its factory.
 """
 
 from ..config import JudgeParams, JudgeSpec, Price
+from ._backends import BACKENDS, JUDGES
 from ._base import (
-    JUDGES,
     JUDGES_SCHEMA,
     NEGATIVE,
     NONE,
@@ -36,15 +37,11 @@ from ._cache import CallCache, CallClaim, call_key, endpoint_id, verify_caches
 from ._llm import LLMArgs, LLMJudge, Sampling
 from ._prompts import load_prompt, parse_verdict, prompt_names
 from ._protocol import ORDERS, Call, CallResult, VoteJudge
-from ._registry import Registry
+from ._registry import Lazy, Registry
 from ._run import JudgeMap, JudgeRun, failed_calls, failure_line, judge_stage_inputs, load_items, run_judges
 
-# Backend modules: imported for their registrations (heavy imports stay inside their factories).
-from . import _controls, _import, _openai, _anthropic  # noqa: F401  isort: skip
-from . import _gguf, distance  # noqa: F401  isort: skip
-# Distance judges (novelty_audit/judges/distance/) and the GGUF logprob judge (_gguf.py) register here too.
-
 __all__ = [
+    "BACKENDS",
     "JUDGES",
     "JUDGES_SCHEMA",
     "NEGATIVE",
@@ -70,6 +67,7 @@ __all__ = [
     "JudgeParams",
     "JudgeRun",
     "JudgeSpec",
+    "Lazy",
     "LLMArgs",
     "LLMJudge",
     "PairItem",
@@ -95,7 +93,16 @@ __all__ = [
     "parse_verdict",
     "pointwise_row",
     "prompt_names",
+    "resolve_gguf",
     "run_judges",
     "validate_judges",
     "verify_caches",
 ]
+
+
+def resolve_gguf(model: str, cache_dir):  # noqa: ANN001
+    """The .gguf file of `model` (the packaged gemma-3-270m alias or a path), as the `gguf-logprob` judge finds
+    it; NovBench's GGUF generator and fluency model use it too. Imports the backend module only when called."""
+    from ._gguf import resolve_gguf as resolve
+
+    return resolve(model, cache_dir)

@@ -2,13 +2,11 @@
 
 How to add a backend
 --------------------
-1. Write a module `novelty_audit/judges/_<name>.py` (or a subpackage) with a factory registered once
-   under a kebab-case name on `JUDGES` (defined here so backend modules can import it)::
+1. Write a module `novelty_audit/judges/_<name>.py` (or a subpackage) with an args model and a factory::
 
-       from ._base import JUDGES, Judge, JudgeContext, IdeaScore, ScoreJudge, parse_args
+       from ._base import Judge, JudgeContext, IdeaScore, ScoreJudge, parse_args
        from ..errors import require
 
-       @JUDGES.register("distance-yin", args=YinArgs)   # args: checked at load, enabled or not
        def yin(ctx: JudgeContext, **args) -> Judge:
            cfg = parse_args(YinArgs, args, ctx)          # typed, extra="forbid": typos fail early
            st = require("sentence_transformers", extra="embed")   # heavy import inside the factory
@@ -17,7 +15,11 @@ How to add a backend
    The factory gets the `JudgeContext` (judge name, seed, cache dir, refresh, prices, budget) and the
    judge's `args:` from params.yaml (`judge.judges.<name>: {backend: distance-yin, args: {...}}`):
    params name → backend name → factory, one hop; nothing else maps names.
-2. Import the module from `novelty_audit/judges/__init__.py` so registration happens.
+2. Declare it once, by a kebab-case name, in the backend table (`_backends.py`)::
+
+       "distance-yin": Lazy("novelty_audit.judges.distance._judge:yin", "novelty_audit.judges.distance._judge:YinArgs"),
+
+   Nothing imports the module until the name is used; the args model is checked when params load, enabled or not.
 3. Pick a base class:
    - `ScoreJudge`: the backend scores each idea on its own (distance judges). Implement
      `score_ideas({score key: idea}) -> {score key: IdeaScore}` and `config()` (the key digests the
@@ -53,10 +55,8 @@ from pydantic import BaseModel, ValidationError
 
 from ..artifacts import code_digest, digest_bytes, digest_obj
 from ..errors import ConfigError
-from ._registry import Registry
 
 __all__ = [
-    "JUDGES",
     "JUDGES_SCHEMA",
     "NEGATIVE",
     "NONE",
@@ -83,8 +83,6 @@ __all__ = [
     "pointwise_row",
 ]
 
-JUDGES: Registry[Judge] = Registry("judge backend")
-"""Every judge backend, by its kebab-case name."""
 
 TIE = "tie"
 NONE = "none"

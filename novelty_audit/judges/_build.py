@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 from ..config import JudgeParams
 from ..errors import ConfigError, MissingDependencyError, UnknownNameError
-from ._base import JUDGES, Judge, JudgeContext
+from ._backends import JUDGES
+from ._base import Judge, JudgeContext
 from ._budget import Budget
 from ._shared_cache import SharedCallCache
 

@@ -18,10 +18,10 @@ from pydantic import Field
 
 from ..artifacts import digest_obj
 from ..config import Frozen
-from ._base import JUDGES, NEGATIVE, POSITIVE, Judge, JudgeContext, parse_args
+from ._base import NEGATIVE, POSITIVE, Judge, JudgeContext, parse_args
 from ._protocol import Call, CallResult, VoteJudge
 
-__all__ = ["ControlArgs", "ControlJudge"]
+__all__ = ["ControlArgs", "ControlJudge", "always_first", "always_second", "random_votes", "abstain"]
 
 
 class ControlArgs(Frozen):
@@ -67,5 +67,8 @@ def _control(backend: str):
     return factory
 
 
-for _name in ("always-first", "always-second", "random", "abstain"):
-    JUDGES.register(_name, args=ControlArgs)(_control(_name))
+# The factories of the four control backends (named in the backend table, _backends.py).
+always_first = _control("always-first")
+always_second = _control("always-second")
+random_votes = _control("random")
+abstain = _control("abstain")

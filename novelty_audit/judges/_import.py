@@ -28,7 +28,6 @@ from ..artifacts import digest_file
 from ..config import Frozen
 from ..errors import BadInputError, ConfigError
 from ._base import (
-    JUDGES,
     NEGATIVE,
     NONE,
     OUTCOMES,
@@ -437,7 +436,6 @@ def _names(pairs: Sequence[PairItem]) -> str:
     return ", ".join(shown) + (", …" if len(pairs) > 3 else "")
 
 
-@JUDGES.register("import", args=ImportArgs)
 def import_judge(ctx: JudgeContext, **args: Any) -> Judge:
     """Verdicts made elsewhere (CSV/JSONL), matched to the pinned pairs by id, item key or content."""
     return ImportJudge(ctx, parse_args(ImportArgs, args, ctx))

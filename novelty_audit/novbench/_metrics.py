@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from ..artifacts import digest_obj
-from ..metrics._estimates import Ratio, Resampler, bootstrap_weights, percentile_intervals, seeded_rng
+from ..metrics import Ratio, Resampler, bootstrap_weights, percentile_intervals, seeded_rng
 from ._parse import LABELS
 
 __all__ = [

@@ -10,12 +10,12 @@ from typing import Any
 import polars as pl
 
 from ..artifacts import write_table
-from ..config._judge import JudgeParams
+from ..config import JudgeParams
 from ..errors import ConfigError
 from ._generate import REVIEW_KEYS, REVIEWS_SCHEMA, Generator, build_generators
 from ._papers import NOVBENCH_TABLES, load_papers, pinned_novbench_datasets
 
-__all__ = ["ReviewRun", "build", "review_inputs", "run_reviews", "write_reviews"]
+__all__ = ["ReviewRun", "build_review_generators", "review_inputs", "run_reviews", "write_reviews"]
 
 
 @dataclass
@@ -72,5 +72,6 @@ def write_reviews(run: ReviewRun, out_dir: Path, *, judges_table: Path | None = 
     return write_table(Path(out_dir) / "reviews.parquet", run.reviews)
 
 
-def build(jp: JudgeParams, *, store_root: str | Path, budget: Any = None) -> list[Generator]:
+def build_review_generators(jp: JudgeParams, *, store_root: str | Path, budget: Any = None) -> list[Generator]:
+    """The enabled review generators when the judge stage's tasks include `review`, else none."""
     return build_generators(jp, store_root=store_root, budget=budget) if "review" in jp.tasks else []

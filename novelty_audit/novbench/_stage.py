@@ -70,7 +70,7 @@ def score_reviews(judge_dir: Path, pin_dir: Path, mp: MetricsParams, store_root:
             sentences[(ds, p.paper_id)] = list(p.sentences)
     embedder_id = "custom"
     if encode is None:
-        from ..judges.distance._embed import EmbeddingCache, SentenceTransformerEmbedder
+        from ..judges.distance import EmbeddingCache, SentenceTransformerEmbedder
 
         emb = SentenceTransformerEmbedder("minilm", cache=EmbeddingCache(Path(store_root) / "cache" / "embeddings"))
         encode, embedder_id = emb.encode, emb.model_id

@@ -26,7 +26,7 @@ import orjson
 import polars as pl
 
 from ..artifacts import digest_bytes, digest_obj, short_id
-from ..datasets._normalize import EXCLUSION_SCHEMA, normalize_text
+from ..datasets import EXCLUSION_SCHEMA, normalize_text
 from ..errors import BadInputError
 from ._parse import parse_evaluation
 

@@ -14,7 +14,7 @@ import polars as pl
 
 from ..artifacts import digest_bytes, short_id
 from ..config import probe_dataset
-from ..datasets._normalize import IDEA_SCHEMA, PAIR_SCHEMA, POINT_SCHEMA, normalize_text
+from ..datasets import IDEA_SCHEMA, PAIR_SCHEMA, POINT_SCHEMA, normalize_text
 from ..errors import BadInputError
 from ._catalogue import FAMILIES, Catalogue, Template
 

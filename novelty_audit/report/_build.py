@@ -19,10 +19,8 @@ from . import _charts
 from ._blocks import Block, Figure, Heading, Link, Para, Raw, Section, Span, Table, render_html, render_markdown
 from ._sources import ReportSources
 
-__all__ = ["Report", "build_report", "write_report", "AUDIT_FILES", "DRIFT_FILES", "CONTROL_BACKENDS"]
+__all__ = ["Report", "build_report", "write_report", "DRIFT_FILES", "CONTROL_BACKENDS"]
 
-AUDIT_FILES = ("audit.md", "audit.json")
-"""The latest audit, written next to the report but not part of it (it depends on the runs ledger)."""
 DRIFT_FILES = ("drift.md", "drift.json")
 """The drift watch's history per judge, next to the report and outside it (it depends on the drift ledger)."""
 
@@ -584,8 +582,7 @@ def _probe_blocks(sources: ReportSources, judges: dict[str, _Judge]) -> list[Blo
 
 def _novbench(sources: ReportSources) -> Raw | None:
     """The NovBench section (novelty_audit.novbench renders its datasets and its study's published rows)."""
-    # Imported from the module itself, not the package's lazy export: the code digest follows imports in the source.
-    from ..novbench._report import report_section
+    from ..novbench import report_section  # a lazy export: the code digest follows it to novbench/_report.py
 
     section = report_section(sources.metrics, list(sources.novbench_published) or None, sources.reviews,
                              notes=sources.novbench_notes)

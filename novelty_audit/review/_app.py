@@ -259,9 +259,9 @@ def _options(result: Mapping[str, Any] | None) -> dict[str, list[str]]:
 
 def create_app(params: str | Path | Params = "params.yaml") -> Starlette:
     """The review app for one params.yaml (its store, artifacts and adjudication file)."""
-    from ..params import load_params
+    from ..pipeline import load_checked_params
 
-    p = load_params(params) if isinstance(params, (str, Path)) else params
+    p = load_checked_params(params) if isinstance(params, (str, Path)) else params
     review = _Review(p)
     routes = [
         Route("/", review.page, methods=["GET"]),

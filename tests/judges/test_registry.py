@@ -139,7 +139,7 @@ def test_validation_imports_no_extra_and_builds_no_client():
 def test_a_typo_in_a_disabled_judge_fails_when_params_load(project):
     import yaml
 
-    from novelty_audit.params import load_params
+    from novelty_audit.pipeline import load_checked_params
 
     raw = yaml.safe_load((project / "params.yaml").read_text())
     off = [n for n, s in raw["judge"]["judges"].items() if s.get("enabled") is False]
@@ -147,6 +147,36 @@ def test_a_typo_in_a_disabled_judge_fails_when_params_load(project):
     raw["judge"]["judges"][off[0]]["args"]["vote"] = 3
     (project / "params.yaml").write_text(yaml.safe_dump(raw))
     with pytest.raises(ConfigError) as exc:
-        load_params(project / "params.yaml")
+        load_checked_params(project / "params.yaml")
     assert f"judge.judges.{off[0]}.args.vote" in exc.value.message
     assert str(project / "params.yaml") in exc.value.message
+
+
+def test_importing_the_judges_package_imports_no_backend_module_until_a_name_is_used():
+    # A fresh interpreter: the backend table names factories lazily, so only the name that is used is imported.
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import sys
+        import novelty_audit.judges as judges
+        backends = ("novelty_audit.judges._controls", "novelty_audit.judges._import", "novelty_audit.judges._openai",
+                    "novelty_audit.judges._anthropic", "novelty_audit.judges._gguf", "novelty_audit.judges.distance._judge")
+        print(sorted(m for m in backends if m in sys.modules))
+        judges.JUDGES.get("random")
+        print(sorted(m for m in backends if m in sys.modules))
+        """
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split("\n")[:2] == ["[]", "['novelty_audit.judges._controls']"]
+
+
+def test_every_backend_in_the_table_resolves_to_a_factory_with_a_description():
+    from novelty_audit.judges import BACKENDS
+
+    for name in BACKENDS:
+        factory = JUDGES.get(name)
+        assert callable(factory) and (factory.__doc__ or "").strip(), name

@@ -32,11 +32,9 @@ import polars as pl
 from pydantic import Field, field_validator
 
 from ...artifacts import digest_bytes, digest_file, digest_obj
-from ...config import PinnedFile
+from ...config import Frozen, PinnedFile
 from ...errors import BadInputError, ConfigError, MissingDependencyError
-from ...params import Frozen
 from .._base import (
-    JUDGES,
     POSITIVE,
     Idea,
     IdeaScore,
@@ -570,19 +568,16 @@ def _build(ctx: JudgeContext, backend: str, model: type[DistanceArgs], args: dic
     return DistanceJudge(ctx, backend, cfg, embedder)
 
 
-@JUDGES.register("distance-yin", args=DistanceArgs)
 def distance_yin(ctx: JudgeContext, **args: Any) -> Judge:
     """Yin: 1 − the largest cosine between the idea and an admissible prior-work document."""
     return _build(ctx, "distance-yin", DistanceArgs, args)
 
 
-@JUDGES.register("distance-knn", args=KnnArgs)
 def distance_knn(ctx: JudgeContext, **args: Any) -> Judge:
     """kNN density: mean cosine distance to the k nearest admissible prior-work documents."""
     return _build(ctx, "distance-knn", KnnArgs, args)
 
 
-@JUDGES.register("distance-rnd", args=RndArgs)
 def distance_rnd(ctx: JudgeContext, **args: Any) -> Judge:
     """Relative neighbour density: the idea's kNN density ranked among its neighbours' densities."""
     return _build(ctx, "distance-rnd", RndArgs, args)

@@ -257,7 +257,8 @@ class EmbeddingsReport:
 
 def _embedding_judges(jp: JudgeParams) -> list[tuple[str, Any]]:
     """(name, typed args) of the enabled distance judges that embed with sentence-transformers."""
-    from .._base import JUDGES, parse_args
+    from .._backends import JUDGES
+    from .._base import parse_args
 
     out = []
     for name, spec in sorted(jp.judges.items()):
