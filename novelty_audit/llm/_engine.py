@@ -395,6 +395,7 @@ class LLMClient:
         self.error_details: dict[str, str] = {}
         """The last full message per reason."""
         self._sampling_dumps: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self._sizes: dict[str, int] = {}
 
     # -- keys and money ---------------------------------------------------------------------------------
     def _sampling(self, request: Request) -> dict[str, Any]:
@@ -409,8 +410,11 @@ class LLMClient:
         """The call key: digest of backend (provider and API), model, normalized endpoint, sampling, the
         prompt's canonical bytes (messages or prompt, and tools when there are any) and the replicate index."""
         e = self.endpoint
-        return call_key(backend=e.backend, model=e.model, endpoint=e.base_url, sampling=self._sampling(request),
-                        prompt_bytes=canonical_bytes(request.hashed()), vote_index=request.replicate)  # fmt: skip
+        prompt = canonical_bytes(request.hashed())
+        key = call_key(backend=e.backend, model=e.model, endpoint=e.base_url, sampling=self._sampling(request),
+                       prompt_bytes=prompt, vote_index=request.replicate)  # fmt: skip
+        self._sizes[key] = len(prompt)  # the budget's worst case and the token limiter need it again: serialize once
+        return key
 
     def worst_cost(self, prompt_bytes: int, max_tokens: int) -> float:
         """The most a call can cost: a token is at least one byte, so the prompt's bytes bound its tokens."""
@@ -506,6 +510,9 @@ class LLMClient:
                 continue
             pending[key] = (request, [i])
         asked = len(pending)
+        for key in list(self._sizes):
+            if key not in pending:
+                del self._sizes[key]  # answered from the cache: never sent, its size is not needed
         if pending and not halt.halted and (self.settings.batch or has_open_batches(self, pending)):
             pending = await self._batch_all(pending, replies, halt)
         if pending and not halt.halted:
@@ -594,6 +601,8 @@ class LLMClient:
             # return_exceptions: a call abandoned after a signal (cancelled) must not stop the wait for the others
             ends = await asyncio.gather(*(one(k, r, idx) for k, (r, idx) in pending.items()), return_exceptions=True)
         finally:
+            for key in pending:
+                self._sizes.pop(key, None)
             run.pool.shutdown(wait=True)
             run.progress.close()
             await self.provider.aclose(run.client)
@@ -623,7 +632,9 @@ class LLMClient:
         another process holds the claim this call waits outside any slot, then takes that process's answer."""
         a = self.settings
         loop = asyncio.get_running_loop()
-        size = len(canonical_bytes(request.hashed()))
+        size = self._sizes.get(key)
+        if size is None:
+            size = len(canonical_bytes(request.hashed()))
         max_tokens = request.sampling.max_tokens
         worst = self.worst_cost(size, max_tokens)
         jitter = random.Random(key)  # jitter only spreads retries
