@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from project_copy import REPO, ignore_run_state
+from tiny_project import make_tiny_project
 
 
 @pytest.fixture(scope="session")
@@ -33,9 +34,13 @@ def prefect_api() -> Iterator[None]:
             os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = old
 
 
-def copy_project(dest: Path) -> Path:
-    """A copy of the repository's project files (no store, artifacts, dvc.lock or git) at `dest`."""
-    shutil.copytree(REPO, dest, ignore=ignore_run_state)
+def copy_project(dest: Path, *, tiny: bool = False) -> Path:
+    """A copy of the repository's project files (no store, artifacts, dvc.lock or git) at `dest`; `tiny`: with the
+    benchmark files cut to their first pairs (tests/tiny_project.py), for tests whose checks do not depend on sizes."""
+    if tiny:
+        make_tiny_project(dest)
+    else:
+        shutil.copytree(REPO, dest, ignore=ignore_run_state)
     # Embedding the prior-work corpus is slow and its cache is keyed by (model, text digest):
     # sharing it cannot change a result.
     cache = REPO / ".novelty-audit" / "cache" / "embeddings"
@@ -75,12 +80,19 @@ def make_project(tmp_path: Path):
 
 
 @pytest.fixture
-def light_project(project_copy: Path) -> Path:
-    """A fresh project copy with the control judges and the TF-IDF distance judge only (see without_embedding_judges)."""
-    return without_embedding_judges(project_copy)
+def make_tiny_project_copy(tmp_path: Path):
+    """A factory of small project copies (benchmark files cut, see tests/tiny_project.py): `make_tiny_project_copy("a")`."""
+    return lambda name: copy_project(tmp_path / name, tiny=True)
 
 
 @pytest.fixture
-def make_light_project(make_project):
-    """A factory of light project copies: `make_light_project("a")` → tmp_path/a."""
-    return lambda name: without_embedding_judges(make_project(name))
+def light_project(tmp_path: Path) -> Path:
+    """A fresh small project copy with the control judges and the TF-IDF distance judge only (see
+    without_embedding_judges): orchestration tests run every stage, often twice, and sizes do not change what they check."""
+    return without_embedding_judges(copy_project(tmp_path / "project", tiny=True))
+
+
+@pytest.fixture
+def make_light_project(make_tiny_project_copy):
+    """A factory of light small project copies: `make_light_project("a")` → tmp_path/a."""
+    return lambda name: without_embedding_judges(make_tiny_project_copy(name))

@@ -36,7 +36,7 @@ def _tiny_corpus_project(project: Path) -> None:
     (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
 
 
-def test_missing_corpus_shards_fan_out_and_the_tables_equal_the_plain_stage(prefect_api, make_project, monkeypatch, caplog):
+def test_missing_corpus_shards_fan_out_and_the_tables_equal_the_plain_stage(prefect_api, make_tiny_project_copy, monkeypatch, caplog):
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("prefect_dask")
     from flows.evaluate import evaluate
@@ -44,7 +44,8 @@ def test_missing_corpus_shards_fan_out_and_the_tables_equal_the_plain_stage(pref
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(_shards, "SHARD_TEXTS", 8)  # several shards from 48 texts (thread workers share the patch)
-    plain, fanned = make_project("plain"), make_project("fanned")
+    # Small copies: the judge embeds every idea text once per project; the shards are the corpus's, not the ideas'.
+    plain, fanned = make_tiny_project_copy("plain"), make_tiny_project_copy("fanned")
     for project in (plain, fanned):
         _tiny_corpus_project(project)
     with contextlib.chdir(plain):

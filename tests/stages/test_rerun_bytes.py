@@ -51,7 +51,8 @@ def some_answers_without_a_verdict(mock: MockLLM) -> None:
     mock.add_rule("graph", "malformed")
 
 
-def test_a_fresh_rerun_with_identical_answers_reproduces_every_artifact_byte_for_byte(project: Path, monkeypatch):
+def test_a_fresh_rerun_with_identical_answers_reproduces_every_artifact_byte_for_byte(tiny: Path, monkeypatch):
+    project = tiny  # the small project: each split's first pairs, the shipped params otherwise
     monkeypatch.setenv("MOCK_API_KEY", "sk-test-rerun")
     run_stage("pin")
     with MockLLM(latency=0.0) as mock:
