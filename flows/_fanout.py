@@ -53,7 +53,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from novelty_audit.artifacts import Store
 from novelty_audit.errors import require
-from novelty_audit.judges import Budget, JudgeMap, JudgeOutput, JudgeParams, LLMJudge, PairItem, PointItem
+from novelty_audit.judges import JUDGES, Budget, JudgeMap, JudgeOutput, JudgeParams, LLMJudge, PairItem, PointItem
 from novelty_audit.judges.distance import ShardJob, embed_shard
 from novelty_audit.orchestration import (
     JudgeChunk,
@@ -110,8 +110,10 @@ API judges' code digests (computed on import of `novelty_audit.orchestration._wo
 
 def worker_preload(jp: JudgeParams) -> list[str]:
     """Modules a local worker process needs for these judges: WORKER_MODULES plus the SDKs of the enabled API backends."""
-    sdks = {c.backend: c.sdk_module for c in LLMJudge.__subclasses__() if c.backend and c.sdk_module}
     backends = sorted({spec.backend for spec in jp.judges.values() if spec.enabled and chunkable(spec.backend)})
+    for b in backends:
+        JUDGES.get(b)  # the backend table imports a backend's module (its judge class) on first use only
+    sdks = {c.backend: c.sdk_module for c in LLMJudge.__subclasses__() if c.backend and c.sdk_module}
     return [*WORKER_MODULES, *(sdks[b] for b in backends if b in sdks)]
 
 

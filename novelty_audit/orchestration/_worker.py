@@ -10,9 +10,11 @@ digests its own modules, as before.
 from __future__ import annotations
 
 from ..artifacts import code_digest
-from ..judges import LLMJudge
+from ..judges import JUDGES, LLMJudge
 
 __all__: list[str] = []
 
+for _name in ("openai", "anthropic"):  # the backend table imports a backend's module on first use only
+    JUDGES.get(_name)
 for _backend in LLMJudge.__subclasses__():
     code_digest(_backend.__module__, "novelty_audit.judges._base")  # Judge.code_modules' default roots
