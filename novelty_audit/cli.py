@@ -232,7 +232,11 @@ def judges(
     from .judges import judge_catalog
     from .pipeline import load_checked_params
 
-    cat = judge_catalog(load_checked_params(params).judge)
+    jp = load_checked_params(params).judge
+    cat = judge_catalog(jp)
+    swept = jp.sweep_variants()
+    for j in cat["judges"]:  # a sweep's variants say which sweep, base and knob values made them
+        j["sweep"] = swept[j["judge"]].model_dump() if j["judge"] in swept else None
     if as_json:
         _json(cat)
         return
@@ -242,9 +246,10 @@ def judges(
     for name, doc in cat["backends"].items():
         t.add_row(name, doc)
     out.print(t)
-    t = Table("judge", "backend", "enabled", "args", title="configured judges (params.yaml judge.judges)")
+    t = Table("judge", "backend", "enabled", "sweep", "args", title="configured judges (params.yaml judge.judges and judge.sweeps)")
     for j in cat["judges"]:
-        t.add_row(j["judge"], j["backend"], "yes" if j["enabled"] else "no" + (" (optional)" if j["optional"] else ""), orjson.dumps(j["args"]).decode())
+        sweep = f"{j['sweep']['sweep']} (base {j['sweep']['base']})" if j["sweep"] else ""
+        t.add_row(j["judge"], j["backend"], "yes" if j["enabled"] else "no" + (" (optional)" if j["optional"] else ""), sweep, orjson.dumps(j["args"]).decode())
     out.print(t)
 
 
@@ -293,7 +298,8 @@ def export(
     if what == "adjudications":
         from .audit import export_adjudications
 
-        target = out_path or Path(f"adjudications{f'-{judge}' if judge else ''}{f'-{dataset}' if dataset else ''}.jsonl")
+        part = judge.replace("/", "~") if judge else None  # a sweep variant's id holds '/': keep the default file in the cwd
+        target = out_path or Path(f"adjudications{f'-{part}' if part else ''}{f'-{dataset}' if dataset else ''}.jsonl")
         _emit(export_adjudications(params, target, judge=judge, dataset=dataset, from_run=from_run, to_run=to_run, fmt=fmt), as_json)
         return
     if what not in ("verdicts", "gold"):

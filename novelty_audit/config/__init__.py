@@ -14,6 +14,7 @@ from ._probe import PROBE_SUFFIX, ProbeParams, probe_dataset
 from ._pools import GeneratedPoolParams, PercentileRule, PoolRules, PoolsParams, StripParams, TitleBlocklist
 from ._report import ReportParams
 from ._signals import EXTRACTOR_IDS, LLMSpec, PinnedFile, RecoveryParams, SignalsParams
+from ._sweeps import KNOBS as SWEEP_KNOBS, SweepSpec, SweepVariant
 
 __all__ = [
     "round_trip_yaml",
@@ -48,4 +49,7 @@ __all__ = [
     "PinnedFile",
     "RecoveryParams",
     "SignalsParams",
+    "SWEEP_KNOBS",
+    "SweepSpec",
+    "SweepVariant",
 ]

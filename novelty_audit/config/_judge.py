@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, field_validator, model_serializer, model_validator
 
 from ._base import DATASET_NAMES, Frozen
+from ._sweeps import SweepSpec, SweepVariant, expand_sweeps
 
 __all__ = ["CallKnobs", "CallSettings", "GeneratorSpec", "JudgeParams", "JudgeSpec", "Price", "check_call_knobs"]
 
@@ -169,6 +170,52 @@ class JudgeParams(Frozen):
     generators: dict[str, GeneratorSpec] = Field(default_factory=dict)
     """NovBench `review` task: generator id → spec (expert | import | openai | anthropic | gguf). The id names the
     generator in reviews.parquet and metrics.json; args are checked by novelty_audit.novbench when the stage runs."""
+    sweeps: dict[str, SweepSpec] = Field(default_factory=dict)
+    """Sweep name → {base, mode, vary}: each variant becomes a judge `<sweep>/<knob>=<value>` under `judges` when
+    params load (config/_sweeps.py, docs/sweeps.md). Empty by default (a sweep of API judges calls APIs)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_sweeps(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not data.get("sweeps"):
+            return data
+        if not isinstance(data["sweeps"], dict):
+            return data  # the field's own validation names the problem
+        sweeps: dict[str, SweepSpec] = {}
+        for name, raw in data["sweeps"].items():
+            try:
+                sweeps[name] = SweepSpec.model_validate(raw)
+            except ValidationError as exc:
+                why = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
+                raise ValueError(f"judge.sweeps.{name}: {why}") from None
+        judges = {k: v.model_dump(mode="python") if isinstance(v, JudgeSpec) else v for k, v in (data.get("judges") or {}).items()}
+        declared = {k: v for k, v in judges.items() if "/" not in str(k)}
+        variants, info = expand_sweeps(sweeps, declared, JudgeSpec.model_validate)
+        for vid, spec in judges.items():
+            if "/" not in str(vid):
+                continue
+            if vid not in variants:
+                raise ValueError(f"judge id '{vid}': '/' is reserved for the variants of judge.sweeps")
+            # A dump of loaded params holds the variants already; anything else under that id is a clash.
+            if JudgeSpec.model_validate(spec) != JudgeSpec.model_validate(variants[vid]):
+                v = info[vid]
+                what = ", ".join(f"knob {k} value {x!r}" for k, x in v.knobs.items())
+                raise ValueError(f"judge.sweeps.{v.sweep}: {what}: variant id '{vid}' clashes with a judge declared under judge.judges")
+        return {**data, "judges": {**judges, **variants}}
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        if isinstance(out, dict) and not self.sweeps:
+            out.pop("sweeps", None)  # a run without sweeps keeps the params digest it had before sweeps existed
+        return out
+
+    def sweep_variants(self) -> dict[str, SweepVariant]:
+        """Generated judge id → its sweep, base and knob values (empty without sweeps)."""
+        if not self.sweeps:
+            return {}
+        declared = {k: v.model_dump(mode="python") for k, v in self.judges.items() if "/" not in k}
+        return expand_sweeps(self.sweeps, declared, JudgeSpec.model_validate)[1]
 
     @field_validator("judges")
     @classmethod
@@ -176,7 +223,8 @@ class JudgeParams(Frozen):
         import re
 
         for name in v:
-            if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name):
+            sweep, slash, rest = name.partition("/")  # a sweep variant: <sweep>/<knob>=<value>[,…]
+            if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", sweep) or (slash and not rest):
                 raise ValueError(f"judge id '{name}' must be lowercase letters, digits, '.', '_' or '-'")
         return v
 

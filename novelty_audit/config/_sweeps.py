@@ -1,0 +1,139 @@
+"""params.yaml `judge.sweeps` — the instability study's design (one knob at a time from a base judge, or a grid),
+expanded into real judges when params load.
+
+A sweep `judge.sweeps.<name>: {base: <judge id>, mode: one-at-a-time | grid, vary: {<knob>: [values…]}}` becomes one
+judge per variant under `judge.judges`, id `<name>/<knob>=<value>` (grid: `<name>/<k1>=<v1>,<k2>=<v2>` with knobs in
+`KNOBS` order), spec = the base's spec with the knob(s) changed. Everything downstream (config digest, call cache,
+budget, `judge.limit`, metrics) treats a variant as any other judge. Imports nothing of the project but `_base`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import ValidationError, field_validator
+
+from ._base import Frozen
+
+__all__ = ["KNOBS", "SweepSpec", "SweepVariant", "expand_sweeps", "variant_value_text"]
+
+KNOBS: dict[str, tuple[str, ...]] = {
+    "model": ("model",),
+    "prompt": ("prompt",),
+    "pointwise_prompt": ("pointwise_prompt",),
+    "votes": ("votes",),
+    "temperature": ("sampling", "temperature"),
+    "guard": ("guard",),
+    "reasoning": ("reasoning",),
+    "retrieval": ("retrieval",),
+}
+"""Knob → where it lives in the judge's `args` (the order also fixes the order of knobs in a grid variant's id)."""
+
+
+class SweepSpec(Frozen):
+    """One sweep: a base judge and the knobs to vary."""
+
+    base: str
+    """A judge id declared under judge.judges (not another sweep's variant)."""
+    mode: Literal["one-at-a-time", "grid"] = "one-at-a-time"
+    """one-at-a-time: each variant changes one knob of the base (the study's ablations); grid: every combination."""
+    vary: dict[str, list[Any]]
+    """Knob → values; knobs: model, prompt, pointwise_prompt, votes, temperature, guard, reasoning, retrieval."""
+
+    @field_validator("vary")
+    @classmethod
+    def _knobs(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        if not v:
+            raise ValueError("vary: name at least one knob")
+        for knob, values in v.items():
+            if knob not in KNOBS:
+                raise ValueError(f"{knob}: unknown knob (values {values!r}; knobs: {', '.join(KNOBS)})")
+            if not values:
+                raise ValueError(f"{knob}: empty value list")
+        return v
+
+
+class SweepVariant(Frozen):
+    """What one generated judge is: its sweep, its base and the knob values it sets."""
+
+    sweep: str
+    base: str
+    knobs: dict[str, Any]
+
+
+def variant_value_text(value: Any) -> str:
+    """A knob value as it appears in a variant id: scalars as written, `null` as none, a mapping as `k:v+k:v`
+    (sorted keys) so a guard or retrieval setting stays readable (`,` separates a grid variant's knobs)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, dict):
+        return "+".join(f"{k}:{variant_value_text(value[k])}" for k in sorted(value)) or "{}"
+    if isinstance(value, list):
+        return "[" + "|".join(variant_value_text(x) for x in value) + "]"
+    return str(value)
+
+
+def _set(args: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out = dict(args)
+    if len(path) == 1:
+        out[path[0]] = value
+        return out
+    inner = out.get(path[0]) or {}
+    if not isinstance(inner, dict):
+        raise ValueError(f"args.{path[0]} of the base is not a mapping")
+    out[path[0]] = _set(inner, path[1:], value)
+    return out
+
+
+def _settings(spec: SweepSpec) -> list[dict[str, Any]]:
+    knobs = [k for k in KNOBS if k in spec.vary]
+    if spec.mode == "one-at-a-time":
+        return [{k: v} for k in knobs for v in spec.vary[k]]
+    combos: list[dict[str, Any]] = [{}]
+    for k in knobs:
+        combos = [{**c, k: v} for c in combos for v in spec.vary[k]]
+    return combos
+
+
+def expand_sweeps(
+    sweeps: dict[str, SweepSpec], judges: dict[str, dict[str, Any]], validate: Any
+) -> tuple[dict[str, dict[str, Any]], dict[str, SweepVariant]]:
+    """The variants' raw judge specs (id → spec as params.yaml would write it) and what each one is.
+
+    `judges`: the declared judges as raw mappings; `validate(raw) -> Any` checks one spec (JudgeSpec), raising
+    ValidationError. Errors are ValueError naming the sweep, the knob and the value."""
+    specs: dict[str, dict[str, Any]] = {}
+    info: dict[str, SweepVariant] = {}
+    for name, sweep in sweeps.items():
+        where = f"judge.sweeps.{name}"
+        if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name):
+            raise ValueError(f"{where}: a sweep name must be lowercase letters, digits, '.', '_' or '-' (it starts every variant id)")
+        base = judges.get(sweep.base)
+        if base is None or "/" in sweep.base:
+            raise ValueError(f"{where}.base: '{sweep.base}' is not a judge declared under judge.judges")
+        for setting in _settings(sweep):
+            vid = f"{name}/" + ",".join(f"{k}={variant_value_text(v)}" for k, v in setting.items())
+            what = ", ".join(f"knob {k} value {v!r}" for k, v in setting.items())
+            args = dict(base.get("args") or {})
+            try:
+                for knob, value in setting.items():
+                    args = _set(args, KNOBS[knob], value)
+                spec = {**base, "args": args}
+                validate(spec)
+            except (ValidationError, ValueError) as exc:
+                why = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)
+                raise ValueError(f"{where}: {what}: {why}") from None
+            if vid in specs:
+                raise ValueError(f"{where}: {what}: two values give the same variant id '{vid}'")
+            declared = judges.get(vid)
+            if declared is not None and declared != spec:
+                raise ValueError(f"{where}: {what}: variant id '{vid}' clashes with a judge declared under judge.judges")
+            specs[vid] = spec
+            info[vid] = SweepVariant(sweep=name, base=sweep.base, knobs=setting)
+    return specs, info
+
