@@ -28,9 +28,30 @@ def flip(path: Path, at: int = 100) -> None:
     path.write_bytes(bytes(data))
 
 
-def test_verify_passes_then_names_a_flipped_byte(project):
+@pytest.fixture(scope="module")
+def pinned_template(tmp_path_factory) -> Path:
+    """A project whose pin stage ran once through the CLI, for the module: each `pinned` test gets a copy of it
+    instead of paying a `stage pin` process of its own."""
+    from project_copy import make_project
+
+    root = make_project(tmp_path_factory.mktemp("pinned") / "project")
+    res = cli("stage", "pin", cwd=root)
+    assert res.returncode == 0, res.stderr
+    return root
+
+
+@pytest.fixture
+def pinned(pinned_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh copy of `pinned_template` (outputs, manifest and store), made the cwd."""
+    root = tmp_path / "project"
+    shutil.copytree(pinned_template, root)
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_verify_passes_then_names_a_flipped_byte(pinned):
+    project = pinned
     only_stages(project, "pin")
-    assert cli("stage", "pin", cwd=project).returncode == 0
     ok = cli("verify", cwd=project)
     assert ok.returncode == 0 and "all match" in ok.stdout, ok.stderr
     target = project / "artifacts/pin/human-only/pairs.parquet"
@@ -41,9 +62,9 @@ def test_verify_passes_then_names_a_flipped_byte(project):
     assert "Traceback" not in bad.stderr
 
 
-def test_verify_names_the_stage_whose_declared_outputs_are_missing(project):
+def test_verify_names_the_stage_whose_declared_outputs_are_missing(pinned):
+    project = pinned
     only_stages(project, "pin", "judge")
-    assert cli("stage", "pin", cwd=project).returncode == 0
     res = cli("verify", cwd=project)
     assert res.returncode == 1
     assert "artifacts/judge: declared output is missing" in res.stderr and "(stage judge)" in res.stderr
@@ -52,9 +73,9 @@ def test_verify_names_the_stage_whose_declared_outputs_are_missing(project):
     assert "artifacts/pin: declared output is missing" in res.stderr and "(stage pin)" in res.stderr
 
 
-def test_verify_names_a_flipped_byte_in_a_store_object_and_a_corrupt_manifest_without_traceback(project):
+def test_verify_names_a_flipped_byte_in_a_store_object_and_a_corrupt_manifest_without_traceback(pinned):
+    project = pinned
     only_stages(project, "pin")
-    assert cli("stage", "pin", cwd=project).returncode == 0
     obj = next(p for p in (project / ".novelty-audit/objects").rglob("*") if p.is_file())
     flip(obj)
     (project / "artifacts/pin/manifest.json").write_bytes(b'{"stage": "pin", ')
@@ -64,11 +85,11 @@ def test_verify_names_a_flipped_byte_in_a_store_object_and_a_corrupt_manifest_wi
     assert "artifacts/pin/manifest.json" in res.stderr and "unreadable manifest" in res.stderr
 
 
-def test_verify_names_a_flipped_byte_in_a_call_cache_entry(project):
+def test_verify_names_a_flipped_byte_in_a_call_cache_entry(pinned):
     from novelty_audit.judges import CallCache
 
+    project = pinned
     only_stages(project, "pin")
-    assert cli("stage", "pin", cwd=project).returncode == 0
     cache = CallCache(project / ".novelty-audit/cache/calls")
     cache.put("a" * 64, {"outcome": "valid", "choice": "A", "text": '{"answer": "A"}'})
     entry = next(p for p in (project / ".novelty-audit/cache/calls").rglob("*.json"))
@@ -112,8 +133,8 @@ def test_a_pin_mismatch_is_one_message_without_traceback(project):
     assert "Traceback" not in res.stderr
 
 
-def test_pin_accept_prints_which_files_and_items_changed(project):
-    cli("stage", "pin", cwd=project)
+def test_pin_accept_prints_which_files_and_items_changed(pinned):
+    project = pinned
     f = project / "data/novelty-judge-bench/human-only/pairwise.yaml"
     f.write_text(f.read_text().replace("Prefix Dominance Trap", "Prefix Dominance Pitfall", 1))
     res = cli("pin", "--accept", cwd=project)
