@@ -2,12 +2,14 @@
 
 dvc.yaml: `metrics`; params.yaml: `metrics:`; outputs: artifacts/metrics/{metrics.json, metrics.parquet,
 pairs.parquet, comparisons.parquet, flip_matrix.parquet, prompt_sensitivity.parquet, error_reasons.parquet,
-definitions.json}.
+definitions.json, sweeps.json}.
 
 `metrics.json` is also published to `params.metrics.report` (reports/metrics.json, declared under
 `metrics:` in dvc.yaml with cache: false) so `dvc metrics show/diff` read it. The path comes from
 params because `run`'s signature is shared by every stage; the copy is byte-identical to the
 manifested artifact and is rewritten on reuse too, so it always matches the current outputs.
+`sweeps.json` (each `judge.sweeps` variant against its base; `{}` without sweeps, so the DVC metrics file always
+exists) is published the same way next to it (reports/sweeps.json).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from novelty_audit.artifacts import (
     write_table,
 )
 from novelty_audit.errors import ManifestMismatchError
-from novelty_audit.metrics import PROBE_DEFINITIONS, compute_metrics, probe_metrics
+from novelty_audit.metrics import PROBE_DEFINITIONS, compute_metrics, probe_metrics, sweeps_json
 from novelty_audit.novbench import NOVBENCH_OUTPUTS, novbench_inputs, resolve_fluency, score_reviews
 from novelty_audit.params import Params, section_payload
 from novelty_audit.probe import PROBE_SUFFIX
@@ -37,6 +39,7 @@ UPSTREAM: tuple[str, ...] = ("judge", "probe")
 KEYS: dict[str, list[str] | None] = {
     "metrics.json": None,
     "definitions.json": None,
+    "sweeps.json": None,
     "metrics.parquet": ["dataset", "judge", "metric"],
     "pairs.parquet": ["dataset", "judge", "pair_id"],
     "comparisons.parquet": ["dataset", "judge_a", "judge_b"],
@@ -69,6 +72,7 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         raise ManifestMismatchError(f"{missing[0]}: not found; the judge stage judged probe dataset(s) {', '.join(probe_names)}",
                                     hint="run the probe stage (novelty-audit stage probe) with the same params as the judge stage")
     novbench_files = novbench_inputs(judge_dir, pin_dir)  # reviews.parquet + the pinned references it is scored against
+    variants = params.judge.sweep_variants()  # generated judge id → sweep, base, knobs (empty without sweeps)
     lm, lm_reason = resolve_fluency(params.store.root, params.metrics.novbench_clarity_lm) if novbench_files else (None, "no NovBench reviews")
 
     def compute(tmp: Path) -> StageResult:
@@ -92,6 +96,7 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
             write_json(tmp / "novbench.json", nb.details)
             write_table(tmp / "novbench_papers.parquet", nb.papers)
         write_json(tmp / "definitions.json", tables.definitions)
+        write_json(tmp / "sweeps.json", sweeps_json(clean, variants, params.metrics) if variants else {})
         for name, df in (
             ("metrics", tables.metrics),
             ("pairs", tables.pairs),
@@ -118,7 +123,8 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
     manifest = execute_stage(
         "metrics",
         code_root="stages.metrics",
-        params={**section_payload(params, "metrics"), **({"novbench_clarity_lm": lm.name if lm else lm_reason} if novbench_files else {})},
+        params={**section_payload(params, "metrics"), **({"novbench_clarity_lm": lm.name if lm else lm_reason} if novbench_files else {}),
+                **({"sweeps": {vid: v.model_dump(mode="json") for vid, v in sorted(variants.items())}} if variants else {})},
         inputs=[StageInput(p, key=k) for p, k in zip(files, _keys(files))] + [StageInput(p, key=_NOVBENCH_KEYS.get(p.name)) for p in novbench_files]
         + [StageInput(p, key=["pair_id"]) for p in probe_files],
         out_dir=out_dir,
@@ -127,6 +133,7 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         force=force,
     )
     publish_copy(Path(out_dir) / "metrics.json", params.metrics.report)
+    publish_copy(Path(out_dir) / "sweeps.json", Path(params.metrics.report).with_name("sweeps.json"))
     return manifest
 
 

@@ -28,9 +28,12 @@ from ._probe import PROBE_DEFINITIONS, PROBE_PAIR_SCHEMA, ProbeMetrics, probe_me
 from ._files import ExportResult, FlipsReport, QualityReport, export_gold, export_verdicts, flips_report, quality_report, read_verdict_file
 from ..config import MetricsParams
 from ._registry import METRICS, MetricSpec, metric
+from ._sweeps import SPREAD_KNOBS, sweeps_json
 from ._views import PairwiseView, PointwiseView, pairwise_view, pointwise_view
 
 __all__ = [
+    "SPREAD_KNOBS",
+    "sweeps_json",
     "KINDS",
     "AlignedVerdicts",
     "align_verdicts",

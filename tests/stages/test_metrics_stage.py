@@ -23,7 +23,7 @@ VERDICT_SCHEMA = {
 }
 OUTPUTS = {
     "metrics.json", "definitions.json", "metrics.parquet", "pairs.parquet", "comparisons.parquet",
-    "flip_matrix.parquet", "prompt_sensitivity.parquet", "error_reasons.parquet",
+    "flip_matrix.parquet", "prompt_sensitivity.parquet", "error_reasons.parquet", "sweeps.json",
 }
 
 

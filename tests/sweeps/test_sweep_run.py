@@ -1,0 +1,118 @@
+"""A sweep over a mock API judge (prompts reference / p3 / p4 × votes 1 / 3, one-at-a-time) through the judge and
+metrics stages: reports/sweeps.json holds every variant's figures, checked against a direct count from
+verdicts.parquet; editing one knob of the base re-asks only the variants that inherit it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+from mock_llm import MockLLM
+
+from novelty_audit.pipeline import run_stage
+
+BASE = "mock-reference"
+VARIANTS = ["prompts/prompt=reference-v1", "prompts/prompt=p3-v1", "prompts/prompt=p4-v1", "prompts/votes=1", "prompts/votes=3"]
+LIMIT = 8
+FIELDS = ("n_items", "strict_accuracy", "strict_accuracy_base", "delta_strict_accuracy", "delta_strict_accuracy_ci_low",
+          "delta_strict_accuracy_ci_high", "mcnemar_p", "mcnemar_p_holm", "disagreement_rate", "disagreement_rate_ci_low",
+          "disagreement_rate_ci_high", "tie_rate", "tie_rate_base", "delta_tie_rate", "delta_order_flip_rate")  # fmt: skip
+
+
+def by_prompt_hash(body: dict, nth: int) -> str:
+    """A or B from the digest of the exact prompt (and how often it was asked): each prompt wording and each
+    vote answers differently, deterministically."""
+    text = "\n".join(str(m.get("content")) for m in body.get("messages", []))
+    label = "AB"[hashlib.sha256(f"{text}\n{nth}".encode()).digest()[0] % 2]
+    return f'Both ideas are plausible.\n{{"answer": "{label}"}}'
+
+
+def configure(project: Path, mock: MockLLM, base_prompt: str = "reference-v1") -> None:
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    raw["judge"] = {
+        "datasets": ["human-only", "human-plus-generated"],
+        "tasks": ["pairwise"],
+        "progress": False,
+        "limit": LIMIT,
+        "judges": {
+            BASE: {"backend": "openai", "args": {"model": "mock", "base_url": mock.base_url, "api_key_env": "MOCK_API_KEY",
+                                                 "prompt": base_prompt, "votes": 3, "concurrency": 16}},
+        },
+        "sweeps": {"prompts": {"base": BASE, "mode": "one-at-a-time", "vary": {"prompt": ["reference-v1", "p3-v1", "p4-v1"], "votes": [1, 3]}}},
+    }
+    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
+@pytest.fixture
+def swept(tiny: Path, monkeypatch):
+    monkeypatch.setenv("MOCK_API_KEY", "sk-test-sweeps")
+    run_stage("pin")
+    with MockLLM(answer=by_prompt_hash) as mock:
+        configure(tiny, mock)
+        run_stage("judge")
+        run_stage("metrics")
+        yield tiny, mock
+
+
+def test_sweeps_json_holds_every_variant_against_its_base_and_disagreement_equals_a_direct_count(swept):
+    project, _ = swept
+    report = json.loads((project / "reports/sweeps.json").read_text())
+    assert report == json.loads((project / "artifacts/metrics/sweeps.json").read_text())
+    v = pl.read_parquet(project / "artifacts/judge/verdicts.parquet")
+    assert sorted(v["judge"].unique().to_list()) == sorted([BASE, *VARIANTS])
+    assert sorted(report) == ["human-only", "human-plus-generated"]
+    for ds, sweeps in report.items():
+        rows = sweeps["prompts"]
+        assert sorted(k for k in rows if k != "_sweep") == sorted(VARIANTS)
+        base = v.filter((pl.col("dataset") == ds) & (pl.col("judge") == BASE)).select("pair_id", "verdict", "gold_idea_id")
+        for vid in VARIANTS:
+            r = rows[vid]
+            for f in FIELDS:
+                assert f in r, (ds, vid, f)
+            other = v.filter((pl.col("dataset") == ds) & (pl.col("judge") == vid)).select("pair_id", "verdict", "gold_idea_id")
+            both = base.join(other, on="pair_id", suffix="_v")
+            assert r["n_items"] == both.height == LIMIT  # judge.limit applies to the variants too
+            differ = int((both["verdict"] != both["verdict_v"]).sum())
+            assert r["disagreement_rate"] == pytest.approx(differ / both.height)
+            acc_v = float((both["verdict_v"] == both["gold_idea_id"]).mean())
+            acc_b = float((both["verdict"] == both["gold_idea_id"]).mean())
+            assert r["delta_strict_accuracy"] == pytest.approx(acc_v - acc_b)
+            assert r["tie_rate"] == pytest.approx(float((both["verdict_v"] == "tie").mean()))
+            assert r["delta_strict_accuracy_ci_low"] <= r["delta_strict_accuracy"] <= r["delta_strict_accuracy_ci_high"]
+            assert r["disagreement_rate_ci_low"] <= r["disagreement_rate"] <= r["disagreement_rate_ci_high"]
+            assert 0 <= r["mcnemar_p"] <= r["mcnemar_p_holm"] <= 1
+        # the variants equal to the base (same prompt, same votes) agree with it on every item; other wordings do not
+        assert rows["prompts/prompt=reference-v1"]["disagreement_rate"] == 0 == rows["prompts/votes=3"]["disagreement_rate"]
+        assert rows["prompts/prompt=p3-v1"]["disagreement_rate"] > 0 or rows["prompts/prompt=p4-v1"]["disagreement_rate"] > 0
+        accs = [rows[f"prompts/prompt={p}"]["strict_accuracy"] for p in ("reference-v1", "p3-v1", "p4-v1")]
+        assert rows["_sweep"]["prompt_spread"] == pytest.approx(max(accs) - min(accs))
+        assert rows["_sweep"]["prompt_spread_n_items"] == LIMIT and "model_spread" not in rows["_sweep"]
+
+
+def test_editing_one_knob_of_the_base_reasks_only_the_variants_that_inherit_it(swept):
+    project, mock = swept
+    before = pl.read_parquet(project / "artifacts/judge/verdicts.parquet")
+    asked = mock.count
+    configure(project, mock, base_prompt="p5-v1")  # the prompt variants set their own prompt: they do not inherit it
+    run_stage("judge")
+    run_stage("metrics")
+    new = mock.requests[asked:]
+    assert new, "the base and its votes variants use the new wording and must be asked"
+    p5 = (Path(__file__).resolve().parents[2] / "novelty_audit/prompts/pairwise-p5-v1.txt").read_text()
+    marker = next(line for line in p5.splitlines() if len(line) > 40 and "{{" not in line and "[" not in line)
+    assert all(marker in "\n".join(str(m.get("content")) for m in r.body["messages"]) for r in new), "only p5 prompts are sent"
+    after = pl.read_parquet(project / "artifacts/judge/verdicts.parquet")
+    for vid in ("prompts/prompt=reference-v1", "prompts/prompt=p3-v1", "prompts/prompt=p4-v1"):
+        cols = ["dataset", "pair_id", "verdict", "config_digest", "call_digests"]
+        assert after.filter(pl.col("judge") == vid).select(cols).equals(before.filter(pl.col("judge") == vid).select(cols)), vid
+    for vid in (BASE, "prompts/votes=1", "prompts/votes=3"):
+        old = before.filter(pl.col("judge") == vid)["config_digest"].unique().to_list()
+        assert after.filter(pl.col("judge") == vid)["config_digest"].unique().to_list() != old, vid
+    # A second run after the edit asks nothing: every variant is a cache hit.
+    asked = mock.count
+    run_stage("judge", force=True)
+    assert mock.count == asked
