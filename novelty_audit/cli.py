@@ -280,10 +280,12 @@ def flips(
 @app.command()
 def export(
     what: Annotated[str, typer.Argument(help="verdicts (one judge's pairwise verdicts) | gold (every pair's gold idea) | "
-                                              "adjudications (the decided audit changes, a reference for `quality`)")],
+                                              "adjudications (the decided audit changes, a reference for `quality`) | "
+                                              "table (a paper table: `export table metrics|sweeps --format latex|csv|markdown`)")],
+    kind: Annotated[Optional[str], typer.Argument(help="table only: metrics | sweeps")] = None,
     judge: Annotated[Optional[str], typer.Option("--judge", help="the judge (params.yaml judge.judges name); verdicts only")] = None,
     dataset: Annotated[Optional[str], typer.Option("--dataset", help="one dataset (ids are then pair ids; else <dataset>/<pair id>)")] = None,
-    fmt: Annotated[Optional[str], typer.Option("--format", help="csv | jsonl (default: from --out, else csv)")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", help="csv | jsonl (default: from --out, else csv); table: latex (default) | csv | markdown")] = None,
     out_path: Annotated[Optional[Path], typer.Option("--out", help="file to write (default: <judge|gold>[-<dataset>].<format>)")] = None,
     from_run: Annotated[Optional[str], typer.Option("--from-run", help="adjudications: the audited runs, as `audit --from`")] = None,
     to_run: Annotated[Optional[str], typer.Option("--to-run", help="adjudications: the audited runs, as `audit --to`")] = None,
@@ -295,6 +297,29 @@ def export(
     from .metrics import export_gold, export_verdicts
     from .pipeline import load_checked_params
 
+    if what == "table":
+        from .artifacts import Store, check_published_file, read_json
+        from .audit import current_run_id
+        from .metrics import TABLE_KINDS, paper_table, render_table
+
+        if kind not in TABLE_KINDS:
+            raise BadInputError(f"export table {kind or ''}: expected one of {', '.join(TABLE_KINDS)}", hint="e.g. novelty-audit export table metrics --format latex")
+        p = load_checked_params(params)
+        src = Path(p.store.artifacts) / "metrics" / f"{kind}.json"
+        if not src.is_file():
+            raise BadInputError(f"{src}: not found", hint="run the metrics stage first (novelty-audit stage metrics)")
+        check_published_file(src, Store(p.store.root))
+        pins = {name: getattr(pin, "sha256", None) or getattr(pin, "revision", None) for name, pin in p.pin.datasets.items()}
+        text = render_table(paper_table(kind, read_json(src), run_id=current_run_id(p.store.artifacts), pins=pins), fmt or "latex")
+        if out_path is None:
+            typer.echo(text, nl=False)
+        else:
+            from .artifacts import atomic_write_bytes
+
+            atomic_write_bytes(out_path, text.encode("utf-8"))
+        return
+    if kind is not None:
+        raise BadInputError(f"export {what}: takes no second argument ({kind!r}; only `export table` does)")
     if what == "adjudications":
         from .audit import export_adjudications
 
@@ -303,7 +328,7 @@ def export(
         _emit(export_adjudications(params, target, judge=judge, dataset=dataset, from_run=from_run, to_run=to_run, fmt=fmt), as_json)
         return
     if what not in ("verdicts", "gold"):
-        raise BadInputError(f"export {what}: expected verdicts, gold or adjudications")
+        raise BadInputError(f"export {what}: expected verdicts, gold, adjudications or table")
     if (what == "verdicts") != (judge is not None):
         raise BadInputError("export verdicts needs --judge; export gold takes no --judge")
     p = load_checked_params(params)
@@ -312,7 +337,7 @@ def export(
         from .artifacts import Store, check_published_file
 
         check_published_file(table, Store(p.store.root))
-    target = out_path or Path(f"{judge or 'gold'}{f'-{dataset}' if dataset else ''}.{fmt or 'csv'}")
+    target = out_path or Path(f"{judge.replace('/', '~') if judge else 'gold'}{f'-{dataset}' if dataset else ''}.{fmt or 'csv'}")
     if what == "verdicts":
         r = export_verdicts(table, target, judge=judge, dataset=dataset, fmt=fmt)  # type: ignore[arg-type]
     else:

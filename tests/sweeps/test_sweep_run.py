@@ -116,3 +116,81 @@ def test_editing_one_knob_of_the_base_reasks_only_the_variants_that_inherit_it(s
     asked = mock.count
     run_stage("judge", force=True)
     assert mock.count == asked
+
+
+def check_latex_tabular(tex: str) -> list[list[str]]:
+    """Fail unless `tex` is a well-formed LaTeX table: balanced environments and braces, one column spec letter
+    per cell in every row, every row ended by `\\\\`, no unescaped special character. Returns the rows' cells."""
+    import re
+
+    stack = []
+    for kind, env in re.findall(r"\\(begin|end)\{(\w+)\}", tex):
+        if kind == "begin":
+            stack.append(env)
+        else:
+            assert stack and stack.pop() == env, f"\\end{{{env}}} closes nothing open"
+    assert not stack, f"unclosed environments: {stack}"
+    unescaped = re.sub(r"\\[&%$#_{}]|\\text\w+\{\}", "", tex)
+    assert unescaped.count("{") == unescaped.count("}"), "unbalanced braces"
+    spec = re.search(r"\\begin\{tabular\}\{([lcr|]+)\}", tex)
+    assert spec, "no tabular column spec"
+    ncols = len(spec.group(1).replace("|", ""))
+    body = tex[spec.end(): tex.index(r"\end{tabular}")]
+    rows = []
+    for line in body.strip().splitlines():
+        if line.strip() == r"\hline":
+            continue
+        assert line.endswith(r" \\"), f"row not ended by \\\\: {line}"
+        cells = re.split(r"(?<!\\)&", line[: -len(r" \\")])
+        assert len(cells) == ncols, f"{len(cells)} cells for {ncols} columns: {line}"
+        for c in cells:
+            assert not re.search(r"(?<!\\)[_%#$^~]", c.replace(r"\textasciitilde{}", "").replace(r"\textasciicircum{}", "")), c
+        rows.append([c.strip().replace(r"\_", "_").replace(r"\textasciitilde{}", "~") for c in cells])
+    return rows
+
+
+def numbers(cell: str) -> list[float]:
+    import re
+
+    return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", cell)]
+
+
+def test_export_table_latex_is_a_well_formed_tabular_whose_values_match_metrics_json_and_sweeps_json(swept, run_main):
+    project, _ = swept
+    metrics = json.loads((project / "reports/metrics.json").read_text())
+    code, tex, err = run_main("export", "table", "metrics", "--format", "latex")
+    assert code == 0, err
+    rows = check_latex_tabular(tex)
+    header, body = rows[0], rows[1:]
+    assert header[:3] == ["dataset", "judge", "n_pairs"]
+    assert len(body) == sum(1 for j in metrics.values() for m in j.values() if "n_pairs" in m) > 0
+    pins = yaml.safe_load((project / "params.yaml").read_text())["pin"]["datasets"]
+    assert all(f"{ds} ({pins[ds]['sha256'][:12]})" in tex for ds in metrics)  # the caption names the dataset pins
+    from novelty_audit.audit import current_run_id
+
+    assert f"run {current_run_id(project / 'artifacts')}" in tex
+    for r in body:
+        m = metrics[r[0]][r[1]]
+        cells = dict(zip(header, r))
+        assert numbers(cells["n_pairs"]) == [m["n_pairs"]]
+        got = numbers(cells["strict_accuracy"])
+        assert got == pytest.approx([m["strict_accuracy"], m["strict_accuracy_ci_low"], m["strict_accuracy_ci_high"]], abs=5e-4)
+    sweeps = json.loads((project / "reports/sweeps.json").read_text())
+    code, tex, err = run_main("export", "table", "sweeps", "--format", "latex")
+    assert code == 0, err
+    rows = check_latex_tabular(tex)
+    header, body = rows[0], rows[1:]
+    assert sorted((r[0], r[1]) for r in body) == sorted((ds, v) for ds in sweeps for v in VARIANTS)
+    for r in body:
+        m, cells = sweeps[r[0]]["prompts"][r[1]], dict(zip(header, r))
+        assert numbers(cells["disagreement_rate"]) == pytest.approx(
+            [m["disagreement_rate"], m["disagreement_rate_ci_low"], m["disagreement_rate_ci_high"]], abs=5e-4)
+    code, md, _ = run_main("export", "table", "sweeps", "--format", "markdown")
+    assert code == 0 and sum(line.startswith("| ") for line in md.splitlines()) == len(body) + 1  # header + rows
+    out = project / "sweeps.csv"
+    code, _, _ = run_main("export", "table", "sweeps", "--format", "csv", "--out", str(out))
+    assert code == 0 and len(out.read_text().splitlines()) == len(body) + 1
+    code, _, err = run_main("export", "table", "probe", "--format", "latex")
+    assert code == 2 and "expected one of metrics, sweeps" in err
+    code, _, err = run_main("export", "table", "metrics", "--format", "docx")
+    assert code == 2 and "latex, csv, markdown" in err
