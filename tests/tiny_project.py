@@ -1,9 +1,11 @@
 """A small copy of the project for pipeline tests: the real code, dvc.yaml, prompts, params.yaml and data files,
-with each benchmark split cut to its first pairs, NovBench to its first papers, the probe to a few pairs and the bootstrap to a few resamples. Every cut file is re-pinned (its
-sha256 in params.yaml), so the stages, their identities, DVC deps and judges are the shipped ones; only sizes move.
+with each benchmark split cut to its first pairs, NovBench to its first papers, the probe to a few pairs and the
+bootstrap to a few resamples. Every cut file is re-pinned (its sha256 in params.yaml), so the stages, their
+identities, DVC deps and judges are the shipped ones; only sizes move. The prior-work corpus stays whole: the
+shipped MiniLM vectors are stored per corpus shard, and a cut corpus would have to be embedded.
 
-`dvc repro` of the full project takes minutes (mostly the bootstrap over every judge pair and the judges over
-308 pairs); this one takes seconds of stage work, so a test may run it several times."""
+What scales with the data (judging every pair, embedding texts the shipped vectors lack, a 10,000-resample
+bootstrap over every judge pair) shrinks; what is paid per process (imports, DVC) does not."""
 
 from __future__ import annotations
 
