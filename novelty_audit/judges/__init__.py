@@ -31,10 +31,10 @@ from ._base import (
     parse_args,
     pointwise_row,
 )
-from ._budget import Budget
 from ._build import Built, build_judges, judge_catalog, validate_judges
-from ._cache import CallCache, CallClaim, call_key, endpoint_id, verify_caches
-from ._llm import LLMArgs, LLMJudge, Sampling
+from ..llm import Budget, CallCache, CallClaim, Sampling, call_key, endpoint_id
+from ._cache import verify_caches
+from ._llm import LLMArgs, LLMJudge
 from ._prompts import load_prompt, parse_verdict, prompt_names
 from ._protocol import ORDERS, Call, CallResult, VoteJudge
 from ._registry import Lazy, Registry

@@ -15,8 +15,7 @@ from ..config import JudgeParams
 from ..errors import ConfigError, MissingDependencyError, UnknownNameError
 from ._backends import JUDGES
 from ._base import Judge, JudgeContext
-from ._budget import Budget
-from ._shared_cache import SharedCallCache
+from ..llm import Budget, SharedCallCache
 
 __all__ = ["Built", "build_judges", "judge_catalog", "validate_judges"]
 

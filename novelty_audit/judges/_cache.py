@@ -1,13 +1,13 @@
-"""The call cache lives in the call layer (`novelty_audit.llm`); the judges add `verify_caches`, which also
-checks the Semantic Scholar response cache and the distance judges' caches of a store."""
+"""`verify_caches`: the call cache (owned by the call layer, `novelty_audit.llm`), the Semantic Scholar response
+cache and the distance judges' caches of a store."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..llm import CallCache, CallClaim, call_key, endpoint_id, verify_call_cache
+from ..llm import verify_call_cache
 
-__all__ = ["CallCache", "CallClaim", "call_key", "endpoint_id", "verify_call_cache", "verify_caches"]
+__all__ = ["verify_caches"]
 
 
 def verify_caches(cache_root: str | Path) -> list[tuple[str, str]]:

@@ -18,21 +18,15 @@ from ..errors import ConfigError
 from ..llm import (
     COMPLETION_LEAD_IN,
     TRUNCATING_FINISH,
-    Answer,
     Budget,
     CallCache,
-    CallFault,
     CallSettings,
     Endpoint,
-    FatalCallError,
     LLMClient,
     Payload,
     Request,
-    RetryableError,
     Sampling,
     completion_prompt,
-    connection_fault,
-    json_body,
 )
 from ._base import JudgeContext
 from ._guard import Guard
@@ -40,23 +34,7 @@ from ._prompts import PromptTemplate, load_prompt, parse_verdict, template_knobs
 from ._protocol import Call, CallResult, VoteJudge
 from ._s2 import S2Args
 
-__all__ = [
-    "TRUNCATING_FINISH",
-    "Answer",
-    "Budget",
-    "CallFault",
-    "FatalCallError",
-    "LLMArgs",
-    "LLMJudge",
-    "Payload",
-    "RetryableError",
-    "Sampling",
-    "completion_prompt",
-    "connection_fault",
-    "json_body",
-]
-# Answer, Budget, CallFault, json_body, TRUNCATING_FINISH ... are re-exported for callers that still import them
-# from here (the signals extractor and the NovBench generators, until they use novelty_audit.llm directly).
+__all__ = ["LLMArgs", "LLMJudge", "RetrievalArgs"]
 
 
 class RetrievalArgs(Frozen):

@@ -109,7 +109,7 @@ class S2Retriever:
     def __init__(self, args: S2Args, cache_root: str | Path, *, refresh: bool = False):
         import httpx
 
-        from ._cache import CallCache, endpoint_id
+        from ..llm import CallCache, endpoint_id
 
         self.args = args
         self.endpoint = endpoint_id(S2_SOURCE, args.base_url)
