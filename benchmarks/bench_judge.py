@@ -6,7 +6,7 @@ of 32: the floor for Python on this machine (ideal: 924 × 0.1 s / 32 = 2.9 s).
 
     python benchmarks/bench_judge.py [--repeats 3] [--pairs 154] [--latency 0.1] [--concurrency 32]
 
-Prints medians, judge wall / bare wall (goal ≤ 1.25) and the cached rerun (goal < 2 s).
+Prints medians, judge wall / bare wall (goal ≤ 1.10) and the cached rerun (goal < 1 s).
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def main() -> None:
         jw, bw, cw = (statistics.median(x) for x in (judge_walls, bare_walls, cached_walls))
         print(f"median bare AsyncOpenAI wall : {bw:.2f} s")
         print(f"median judge wall            : {jw:.2f} s")
-        print(f"judge / bare                 : {jw / bw:.2f}×  (goal ≤ 1.25)")
+        print(f"judge / bare                 : {jw / bw:.2f}×  (goal ≤ 1.10)")
         print(f"median cached rerun          : {cw:.2f} s  (goal < 2 s; 0 calls, byte-identical verdicts)")
     finally:
         proc.terminate()
