@@ -155,7 +155,7 @@ def main() -> None:
         print(f"median bare AsyncOpenAI wall : {bw:.2f} s")
         print(f"median judge wall            : {jw:.2f} s")
         print(f"judge / bare                 : {jw / bw:.2f}×  (goal ≤ 1.10)")
-        print(f"median cached rerun          : {cw:.2f} s  (goal < 2 s; 0 calls, byte-identical verdicts)")
+        print(f"median cached rerun          : {cw:.2f} s  (goal < 1 s; 0 calls, byte-identical verdicts)")
     finally:
         proc.terminate()
         proc.wait(10)
