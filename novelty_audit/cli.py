@@ -45,12 +45,31 @@ def stage(
         Optional[int],
         typer.Option("--limit", min=1, help="judge stage only: judge a seeded subset of N pairs per dataset (overrides judge.limit for this run)"),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="judge stage only: print per judge the calls it would make, how many are cached and the estimated USD; send nothing, write nothing (exit 2 over judge.budget_usd)"),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="with --dry-run: print JSON")] = False,
 ) -> None:
     """Run one pipeline stage (what dvc.yaml calls)."""
     import os
 
     from .artifacts import LOCK_TIMEOUT_ENV
     from .pipeline import run_stage
+
+    if dry_run or as_json:
+        from .errors import ConfigError
+        from .judges import dry_run_stage
+        from .pipeline import load_checked_params, stage_out_dir
+
+        if name != "judge" or not dry_run:
+            raise ConfigError(f"--dry-run applies to the judge stage only and --json needs --dry-run (got stage '{name}')",
+                              hint="novelty-audit stage judge --dry-run [--json]")  # fmt: skip
+        p = load_checked_params(params)
+        report = dry_run_stage(p, stage_out_dir(p, "pin"), stage_out_dir(p, "probe"), limit=limit)
+        _emit(report, as_json)
+        report.check_budget()
+        return
 
     if wait is not None:
         os.environ[LOCK_TIMEOUT_ENV] = str(wait)  # this process only: the stage reads it when it takes the lock

@@ -16,7 +16,7 @@ from novelty_audit.artifacts import (
     execute_stage,
 )
 from novelty_audit.errors import IncompleteStageError
-from novelty_audit.judges import Budget, JudgeMap, build_judges, failure_line, judge_stage_inputs, run_judges
+from novelty_audit.judges import Budget, JudgeMap, build_judges, failure_line, judge_run_params, judge_stage_inputs, run_judges
 from novelty_audit.novbench import REVIEW_KEYS, build_review_generators, review_inputs, run_reviews, write_reviews
 from novelty_audit.params import Params, section_payload
 
@@ -44,22 +44,15 @@ def run(
     `limit` (CLI `--limit N`) overrides `judge.limit` for this run. Unlike map_judges it changes *what* is
     computed, so it enters the params payload: the run has its own identity, and its outputs say so.
     """
-    if limit is not None:
-        params = params.model_copy(update={"judge": params.judge.model_copy(update={"limit": limit})})
     pin_dir = Path((inputs or {}).get("pin", Path(params.store.artifacts) / "pin"))
     probe_dir = Path((inputs or {}).get("probe", Path(params.store.artifacts) / "probe"))
-    # NovBench datasets (pin source novbench) are judged only by the review task's generators.
-    novbench = sorted(n for n, p in params.pin.datasets.items() if p.source == "novbench")
-    if set(params.judge.datasets) & set(novbench):
-        params = params.model_copy(update={"judge": params.judge.model_copy(update={"datasets": [d for d in params.judge.datasets if d not in novbench]})})
-    # Probe datasets the probe stage has not published (a stage run by hand before `probe`; dvc.yaml always runs
+    # --limit over judge.limit; NovBench datasets (pin source novbench) go to the review task's generators only;
+    # probe datasets the probe stage has not published (a stage run by hand before `probe`; dvc.yaml always runs
     # probe first) are left out of this run, named in its params payload and summary, and announced on stderr.
-    probe_missing = [d for d in params.judge.probe_datasets if not (probe_dir / d / "pairs.parquet").is_file()]
+    params, novbench, probe_missing = judge_run_params(params, probe_dir, limit)
     if probe_missing:
         print(f"judge: probe dataset(s) {', '.join(probe_missing)} not published in {probe_dir}; judged without them "
               "(run `novelty-audit stage probe` first)", file=sys.stderr)
-        kept = [d for d in params.judge.probe_datasets if d not in probe_missing]
-        params = params.model_copy(update={"judge": params.judge.model_copy(update={"probe_datasets": kept})})
     budget = Budget.for_run(params.judge.budget_usd, params.store.root)  # one cap for judges and review generators
     generators = build_review_generators(params.judge, store_root=params.store.root, budget=budget)
     review_ds = novbench if generators else []

@@ -34,6 +34,7 @@ from ._base import (
 from ._build import Built, build_judges, judge_catalog, validate_judges
 from ..llm import Budget, CallCache, CallClaim, Sampling, call_key, endpoint_id
 from ._cache import verify_caches
+from ._dry_run import DryRun, JudgeEstimate, JudgeRunParams, dry_run_judges, dry_run_stage, judge_run_params
 from ._llm import LLMArgs, LLMJudge
 from ._prompts import load_prompt, parse_verdict, prompt_names
 from ._protocol import ORDERS, Call, CallResult, VoteJudge
@@ -55,6 +56,7 @@ __all__ = [
     "Budget",
     "Built",
     "Call",
+    "DryRun",
     "CallCache",
     "CallClaim",
     "CallResult",
@@ -62,10 +64,12 @@ __all__ = [
     "IdeaScore",
     "Judge",
     "JudgeContext",
+    "JudgeEstimate",
     "JudgeMap",
     "JudgeOutput",
     "JudgeParams",
     "JudgeRun",
+    "JudgeRunParams",
     "JudgeSpec",
     "Lazy",
     "LLMArgs",
@@ -79,11 +83,14 @@ __all__ = [
     "VoteJudge",
     "build_judges",
     "call_key",
+    "dry_run_judges",
+    "dry_run_stage",
     "endpoint_id",
     "evidence_digest",
     "failed_calls",
     "failure_line",
     "judge_catalog",
+    "judge_run_params",
     "judge_stage_inputs",
     "judges_row",
     "load_items",

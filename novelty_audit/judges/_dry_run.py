@@ -1,0 +1,174 @@
+"""`stage judge --dry-run`: what a judge-stage run would ask, how much of it the call cache already holds, and
+what the rest may cost — without sending a request, writing an artifact or taking the stage's lock.
+
+The calls are the real run's: the same items (`judge.limit`, tasks, probe pairs), each judge's own `plan`,
+each call rendered and keyed exactly as `LLMJudge.run_calls` keys it, deduplicated by key as the call layer
+deduplicates them. Cost is the budget's own reservation, the worst case of each uncached call (prompt bytes
+bound its input tokens, `max_tokens` its output): an estimate from above, never a quote.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ..artifacts import canonical_bytes
+from ..errors import BudgetExceededError
+from ..llm import Budget
+from ..params import Params
+from ._base import Judge
+from ._build import Built, build_judges
+from ._llm import LLMJudge
+from ._run import judge_stage_inputs, limit_items, load_items, runs_probe
+
+__all__ = ["DryRun", "JudgeEstimate", "JudgeRunParams", "dry_run_judges", "dry_run_stage", "judge_run_params"]
+
+
+class JudgeRunParams(NamedTuple):
+    """The judge section a stage run uses, and what it left out and why."""
+
+    params: Params
+    novbench: list[str]
+    """NovBench datasets: judged only by the review generators, never by the judges."""
+    probe_missing: list[str]
+    """Probe datasets the probe stage has not published: judged without them."""
+
+
+def judge_run_params(params: Params, probe_dir: Path, limit: int | None = None) -> JudgeRunParams:
+    """`params` as a judge-stage run reads them: `--limit` over `judge.limit`, NovBench datasets left to the
+    review generators, unpublished probe datasets dropped. One function, so a dry run plans what a run asks."""
+    jp = params.judge
+    if limit is not None:
+        jp = jp.model_copy(update={"limit": limit})
+    novbench = sorted(n for n, p in params.pin.datasets.items() if p.source == "novbench")
+    if set(jp.datasets) & set(novbench):
+        jp = jp.model_copy(update={"datasets": [d for d in jp.datasets if d not in novbench]})
+    probe_missing = [d for d in jp.probe_datasets if not (Path(probe_dir) / d / "pairs.parquet").is_file()]
+    if probe_missing:
+        jp = jp.model_copy(update={"probe_datasets": [d for d in jp.probe_datasets if d not in probe_missing]})
+    return JudgeRunParams(params.model_copy(update={"judge": jp}), novbench, probe_missing)
+
+
+@dataclass
+class JudgeEstimate:
+    """One judge's share of a run. `calls` counts distinct call keys (what the call layer would ask for)."""
+
+    items: int
+    api: bool
+    calls: int = 0
+    cached: int | None = 0
+    """None: unknown (Semantic Scholar retrieval is not queried by a dry run, so its prompts cannot be keyed)."""
+    usd_estimate: float | None = 0.0
+
+    @property
+    def to_send(self) -> int:
+        return self.calls - (self.cached or 0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"items": self.items, "api_calls": self.api, "calls": self.calls, "cached": self.cached,
+                "to_send": self.to_send, "usd_estimate": self.usd_estimate}  # fmt: skip
+
+
+@dataclass
+class DryRun:
+    """Per judge what a run would ask; totals over distinct keys (a call two judges share is sent once)."""
+
+    judges: dict[str, JudgeEstimate] = field(default_factory=dict)
+    to_send: int = 0
+    usd_estimate: float = 0.0
+    budget_usd: float | None = None
+    unkeyed: list[str] = field(default_factory=list)
+    """Judges whose calls could not be keyed (cost unknown, not in the totals)."""
+
+    @property
+    def over_budget(self) -> bool:
+        return self.budget_usd is not None and self.usd_estimate > self.budget_usd
+
+    def as_dict(self) -> dict[str, Any]:
+        """{judge: {calls, cached, to_send, usd_estimate, items, api_calls}}."""
+        return {name: e.as_dict() for name, e in self.judges.items()}
+
+    def lines(self) -> list[str]:
+        out = []
+        for name, e in self.judges.items():
+            if not e.api:
+                out.append(f"{name}: {e.items} items, no API calls")
+            elif e.cached is None:
+                out.append(f"{name}: {e.items} items, {e.calls} calls (Semantic Scholar retrieval: not queried, so cache and cost unknown)")
+            else:
+                out.append(f"{name}: {e.items} items, {e.calls} calls, {e.cached} cached, {e.to_send} to send, "
+                           f"estimated ≤ ${e.usd_estimate:.4f}")  # fmt: skip
+        cap = f" of the ${self.budget_usd:.4f} budget (judge.budget_usd)" if self.budget_usd is not None else ""
+        out.append(f"total: {self.to_send} distinct calls to send, estimated ≤ ${self.usd_estimate:.4f}{cap} "
+                   "(worst case: prompt bytes as input tokens, max_tokens as output); nothing was sent")  # fmt: skip
+        return out
+
+    def check_budget(self) -> None:
+        """Raise BudgetExceededError (exit 2) when the estimate exceeds the run's budget."""
+        if self.over_budget:
+            raise BudgetExceededError(
+                f"judge dry run: the {self.to_send} calls to send may cost up to ${self.usd_estimate:.4f}, more than "
+                f"judge.budget_usd ${self.budget_usd:.4f}; a run would stop at the cap",
+                hint="raise judge.budget_usd, lower judge.limit or the sweep's variants, or fill the call cache first",
+            )
+
+
+def _items(jp, judge: Judge, pairs, points, probe_pairs) -> tuple[list, list]:
+    return (pairs + probe_pairs if runs_probe(jp, judge) else pairs), points
+
+
+def dry_run_judges(jp, pin_dir: Path, built: Built, probe_dir: Path | None = None) -> DryRun:
+    """What `run_judges(jp, pin_dir, built, …, probe_dir=probe_dir)` would ask, per judge; nothing is sent or written."""
+    judge_stage_inputs(jp, pin_dir, built, probe_dir)  # a missing pinned table fails as in a run: exit 2, naming it
+    all_pairs, all_points = load_items(pin_dir, list(jp.datasets))
+    probe_all = load_items(Path(probe_dir), list(jp.probe_datasets))[0] if jp.probe_datasets and probe_dir else []
+    pairs, points = limit_items(all_pairs, all_points, jp.limit, jp.seed)
+    probe_pairs, _ = limit_items(probe_all, [], jp.limit, jp.seed)
+    if "pairwise" not in jp.tasks:
+        pairs, probe_pairs = [], []
+    if "pointwise" not in jp.tasks:
+        points = []
+    result = DryRun(budget_usd=jp.budget_usd)
+    uncached: dict[str, float] = {}
+    for judge in built.judges:
+        ps, pts = _items(jp, judge, pairs, points, probe_pairs)
+        est = JudgeEstimate(items=len(ps) + len(pts), api=isinstance(judge, LLMJudge))
+        result.judges[judge.name] = est
+        if not est.api:
+            continue
+        calls = judge.plan(ps, pts)
+        if judge.retriever is not None and hasattr(judge.args.retrieval, "source"):
+            est.calls, est.cached, est.usd_estimate = len(calls), None, None
+            result.unkeyed.append(judge.name)
+            continue
+        keys: dict[str, float] = {}
+        for call in calls:
+            payload, key = judge._prepare(call)
+            if key not in keys:
+                request = judge._request(call, payload)
+                keys[key] = judge.llm.worst_cost(len(canonical_bytes(request.hashed())), request.sampling.max_tokens)
+        cached = {k for k in keys if judge.cache.get(k) is not None}
+        est.calls, est.cached = len(keys), len(cached)
+        est.usd_estimate = round(sum(v for k, v in keys.items() if k not in cached), 6)
+        uncached.update((k, v) for k, v in keys.items() if k not in cached)
+    result.to_send = len(uncached)
+    result.usd_estimate = round(sum(uncached.values()), 6)
+    return result
+
+
+def dry_run_stage(params: Params, pin_dir: Path, probe_dir: Path, limit: int | None = None) -> DryRun:
+    """The judge stage's dry run: its params as a run reads them (`judge_run_params`), its judges built with a
+    budget that keeps no state file (the cap is only compared, never drawn on), then `dry_run_judges`."""
+    run = judge_run_params(params, probe_dir, limit)
+    if run.probe_missing:
+        print(f"judge: probe dataset(s) {', '.join(run.probe_missing)} not published in {probe_dir}; left out", file=sys.stderr)
+    jp = run.params.judge
+    built = build_judges(jp, store_root=params.store.root, budget=Budget(jp.budget_usd), progress=False,
+                         shared_cache=params.store.shared_cache, shared_cache_options=params.store.shared_cache_options)  # fmt: skip
+    try:
+        return dry_run_judges(jp, pin_dir, built, probe_dir)
+    finally:
+        for j in built.judges:
+            j.close()
