@@ -214,6 +214,12 @@ async def _with_retries(llm: LLMClient, make: Any) -> Any:
             await asyncio.sleep(max(min(a.max_backoff_s, a.backoff_s * 2 ** (attempt - 1)), fault.retry_after or 0.0))
 
 
+def _unreachable(llm: LLMClient, outcome: BatchOutcome, keys: list[str], what: str, fault: CallFault) -> None:
+    """Every call of a batch the provider could not be asked about fails as "batch unreachable" (redacted)."""
+    for k in keys:
+        outcome.failed[k] = error_entry("batch unreachable", llm.redact(f"{what}: {fault.reason}: {fault.detail}"), 0)
+
+
 async def _finish(
     llm: LLMClient, client: Any, journal: BatchJournal, rec: dict[str, Any], pending: dict, outcome: BatchOutcome, halt: _Halt | None = None
 ) -> None:
@@ -230,8 +236,7 @@ async def _finish(
                 status = await _with_retries(llm, lambda: llm.provider.batch_status(client, batch_id))
             except CallFault as fault:
                 # The batch may well be running: keep its record, the next run polls it again.
-                for k in mine:
-                    outcome.failed[k] = error_entry("batch unreachable", llm.redact(f"batch {batch_id}: {fault.reason}: {fault.detail}"), 0)
+                _unreachable(llm, outcome, mine, f"batch {batch_id}", fault)
                 return
             if status.done:
                 break
@@ -248,8 +253,7 @@ async def _finish(
         try:
             answers = await _with_retries(llm, lambda: llm.provider.batch_results(client, batch_id))
         except CallFault as fault:
-            for k in mine:
-                outcome.failed[k] = error_entry("batch unreachable", llm.redact(f"batch {batch_id} results: {fault.reason}: {fault.detail}"), 0)
+            _unreachable(llm, outcome, mine, f"batch {batch_id} results", fault)
             return
         for k in mine:
             request = pending[k][0]
