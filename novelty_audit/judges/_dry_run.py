@@ -18,10 +18,9 @@ from ..artifacts import canonical_bytes
 from ..errors import BudgetExceededError
 from ..llm import Budget
 from ..params import Params
-from ._base import Judge
 from ._build import Built, build_judges
 from ._llm import LLMJudge
-from ._run import judge_stage_inputs, limit_items, load_items, runs_probe
+from ._run import judge_stage_inputs, select_items
 
 __all__ = ["DryRun", "JudgeEstimate", "JudgeRunParams", "dry_run_judges", "dry_run_stage", "judge_run_params"]
 
@@ -115,25 +114,14 @@ class DryRun:
             )
 
 
-def _items(jp, judge: Judge, pairs, points, probe_pairs) -> tuple[list, list]:
-    return (pairs + probe_pairs if runs_probe(jp, judge) else pairs), points
-
-
 def dry_run_judges(jp, pin_dir: Path, built: Built, probe_dir: Path | None = None) -> DryRun:
     """What `run_judges(jp, pin_dir, built, …, probe_dir=probe_dir)` would ask, per judge; nothing is sent or written."""
     judge_stage_inputs(jp, pin_dir, built, probe_dir)  # a missing pinned table fails as in a run: exit 2, naming it
-    all_pairs, all_points = load_items(pin_dir, list(jp.datasets))
-    probe_all = load_items(Path(probe_dir), list(jp.probe_datasets))[0] if jp.probe_datasets and probe_dir else []
-    pairs, points = limit_items(all_pairs, all_points, jp.limit, jp.seed)
-    probe_pairs, _ = limit_items(probe_all, [], jp.limit, jp.seed)
-    if "pairwise" not in jp.tasks:
-        pairs, probe_pairs = [], []
-    if "pointwise" not in jp.tasks:
-        points = []
+    chosen = select_items(jp, pin_dir, probe_dir)
     result = DryRun(budget_usd=jp.budget_usd)
     uncached: dict[str, float] = {}
     for judge in built.judges:
-        ps, pts = _items(jp, judge, pairs, points, probe_pairs)
+        ps, pts = chosen.for_judge(jp, judge), chosen.points
         est = JudgeEstimate(items=len(ps) + len(pts), api=isinstance(judge, LLMJudge))
         result.judges[judge.name] = est
         if not est.api:

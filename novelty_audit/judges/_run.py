@@ -34,7 +34,7 @@ from ._excluded import corpus_exclusion_lines, corpus_exclusions
 from ._prompts import JUDGE_TEMPLATE_PREFIXES
 
 __all__ = [
-    "JudgeMap", "JudgeRun", "failed_calls", "failure_line", "judge_stage_inputs", "limit_items", "load_items", "prompts_dir", "run_judges", "runs_probe",
+    "JudgeMap", "JudgeRun", "failed_calls", "failure_line", "judge_stage_inputs", "limit_items", "load_items", "prompts_dir", "run_judges", "runs_probe", "select_items", "RunItems",
 ]  # fmt: skip
 
 JudgeMap = Callable[[Sequence[Judge], list[PairItem], list[PointItem]], list[JudgeOutput]]
@@ -201,11 +201,26 @@ def runs_probe(jp: JudgeParams, judge: Judge) -> bool:
     return bool(jp.probe_datasets) and (jp.probe_judges is None or judge.name in jp.probe_judges)
 
 
-def run_judges(
-    jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, map_judges: JudgeMap | None = None, probe_dir: Path | None = None
-) -> JudgeRun:
-    """Run every built judge over the pinned items (and the probe pairs, for the judges that run the probe)
-    and write verdicts/pointwise/judges Parquet into `out_dir`."""
+@dataclass(frozen=True)
+class RunItems:
+    """The items a judge-stage run asks: every pinned one, and the `judge.limit` subset kept to `judge.tasks`."""
+
+    all_pairs: list[PairItem]
+    all_points: list[PointItem]
+    probe_all: list[PairItem]
+    pairs: list[PairItem]
+    points: list[PointItem]
+    probe_pairs: list[PairItem]
+    subset: dict[str, Any] | None
+    """What `judge.limit` kept (None: no limit)."""
+
+    def for_judge(self, jp: JudgeParams, judge: Judge) -> list[PairItem]:
+        """The pairs `judge` is asked: the probe pairs too when it runs the probe."""
+        return self.pairs + self.probe_pairs if runs_probe(jp, judge) else self.pairs
+
+
+def select_items(jp: JudgeParams, pin_dir: Path, probe_dir: Path | None) -> RunItems:
+    """The items of a run (and of its dry run, which must plan exactly these)."""
     all_pairs, all_points = load_items(pin_dir, list(jp.datasets))
     probe_all = load_items(_probe_dir(probe_dir), list(jp.probe_datasets))[0] if jp.probe_datasets else []
     pairs, points = limit_items(all_pairs, all_points, jp.limit, jp.seed)
@@ -215,6 +230,17 @@ def run_judges(
         pairs, probe_pairs = [], []
     if "pointwise" not in jp.tasks:
         points = []
+    return RunItems(list(all_pairs), list(all_points), list(probe_all), list(pairs), list(points), list(probe_pairs), subset)
+
+
+def run_judges(
+    jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, map_judges: JudgeMap | None = None, probe_dir: Path | None = None
+) -> JudgeRun:
+    """Run every built judge over the pinned items (and the probe pairs, for the judges that run the probe)
+    and write verdicts/pointwise/judges Parquet into `out_dir`."""
+    chosen = select_items(jp, pin_dir, probe_dir)
+    all_pairs, all_points, probe_all = chosen.all_pairs, chosen.all_points, chosen.probe_all
+    pairs, points, probe_pairs, subset = chosen.pairs, chosen.points, chosen.probe_pairs, chosen.subset
     point_keys = [(p.dataset, p.idea.idea_id) for p in points]
     pair_rows: list[dict] = []
     point_rows: list[dict] = []
@@ -229,7 +255,7 @@ def run_judges(
     # Two groups, each asked in one go (one hook call, one fan-out): the judges that also run the probe pairs, and the rest.
     probing = [j for j in built.judges if runs_probe(jp, j)]
     others = [j for j in built.judges if not runs_probe(jp, j)]
-    items = {id(j): (pairs + probe_pairs if runs_probe(jp, j) else pairs) for j in built.judges}
+    items = {id(j): chosen.for_judge(jp, j) for j in built.judges}
     # judge.limit: a judge matching rows made elsewhere (import) is told which pinned items this run leaves out,
     # so a row naming one is counted as outside the subset, never as matching no pinned item.
     for judge in built.judges:
