@@ -4,7 +4,8 @@ Paired on items both judges were asked about (`covered` in both, see _views.py):
 metrics.json's definitions (correct / items; a tie or `none` is wrong), restricted to those items. Intervals are
 percentile bootstraps over items with one seeded weight matrix per (dataset, sweep), so every variant of a sweep
 is resampled on the same draws. `disagreement_rate` needs no label: the share of those items where the two
-verdicts (idea, tie or none) differ.
+verdicts (idea, tie or none) differ. `_sweep.disagreement_matrix` holds the same rate between every two judges of
+the sweep (its variants and its base), each pair on the items both were asked about.
 """
 
 from __future__ import annotations
@@ -101,6 +102,26 @@ def _spread(knob: str, info: Mapping[str, SweepVariant], judged: Mapping[str, _J
     return best
 
 
+def _disagreement_matrix(judged: Mapping[str, _Judged], universe: list[str]) -> dict[str, Any]:
+    """`{a: {b: rate}}` and `{a: {b: n_items}}` between every two judges of a sweep (both orders, no diagonal), each
+    on the items both were asked about; a pair with no shared item is left out."""
+    rates: dict[str, dict[str, float]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    names = sorted(judged)
+    for i, a in enumerate(names):
+        (va, verd_a) = judged[a]
+        for b in names[i + 1:]:
+            (vb, verd_b) = judged[b]
+            common = [pid for pid, ca, cb in zip(universe, va.covered, vb.covered) if ca > 0 and cb > 0]
+            if not common:
+                continue
+            rate = sum(verd_a.get(pid) != verd_b.get(pid) for pid in common) / len(common)
+            for x, y in ((a, b), (b, a)):
+                rates.setdefault(x, {})[y] = rate
+                counts.setdefault(x, {})[y] = len(common)
+    return {"disagreement_matrix": rates, "disagreement_matrix_n_items": counts} if rates else {}
+
+
 def sweeps_json(verdicts: pl.DataFrame, variants: Mapping[str, SweepVariant], params: MetricsParams) -> dict[str, Any]:
     """`{dataset: {sweep: {variant: {...}, "_sweep": {...}}}}` for every dataset and sweep with verdicts.
 
@@ -108,7 +129,9 @@ def sweeps_json(verdicts: pl.DataFrame, variants: Mapping[str, SweepVariant], pa
     `delta_strict_accuracy` (+ `_ci_low`/`_ci_high`, paired bootstrap), exact McNemar `mcnemar_p` and its Holm
     adjustment across the sweep's variants `mcnemar_p_holm`, `disagreement_rate` (+ interval), `tie_rate`,
     `tie_rate_base`, `delta_tie_rate` (+ interval), order flip rates and `delta_order_flip_rate`. `_sweep`: the
-    spread of strict accuracy across the prompt and the model knob (`SPREAD_KNOBS`). Undefined values are left out
+    spread of strict accuracy across the prompt and the model knob (`SPREAD_KNOBS`), and `disagreement_matrix`
+    (+ `disagreement_matrix_n_items`): the disagreement rate between every two of the sweep's judges, base
+    included (`_disagreement_matrix`). Undefined values are left out
     (as in metrics.json); a variant with no verdicts, or whose base has none, is given `n_items: 0`."""
     from statsmodels.stats.multitest import multipletests
 
@@ -137,5 +160,6 @@ def sweeps_json(verdicts: pl.DataFrame, variants: Mapping[str, SweepVariant], pa
             summary: dict[str, Any] = {}
             for knob in SPREAD_KNOBS:
                 summary.update(_spread(knob, info, judged))
+            summary.update(_disagreement_matrix({**judged, **({base_id: base} if base else {})}, universe))
             out.setdefault(ds, {})[sweep] = {**{vid: {k: x for k, x in r.items() if x is not None} for vid, r in rows.items()}, "_sweep": summary}
     return out

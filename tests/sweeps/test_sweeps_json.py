@@ -59,3 +59,14 @@ def test_grid_spread_holds_the_other_knobs_fixed_and_takes_the_largest():
     s = sweeps_json(v, info, PARAMS)["d"]["s"]["_sweep"]
     assert s["model_spread"] == pytest.approx(0.5) and s["prompt_spread"] == pytest.approx(0.25)
     assert s["model_spread_n_variants"] == 2 and s["prompt_spread_n_items"] == 4
+
+
+def test_the_disagreement_matrix_pairs_every_two_judges_of_a_sweep_on_the_items_both_judged():
+    v = table({"base": ["a", "a", "b", "tie"], "s/prompt=x": ["a", "b", "b", "a"], "s/prompt=y": ["b", "b", None, "tie"]})
+    info = {"s/prompt=x": variant({"prompt": "x"}), "s/prompt=y": variant({"prompt": "y"})}
+    out = sweeps_json(v, info, PARAMS)["d"]["s"]
+    m, n = out["_sweep"]["disagreement_matrix"], out["_sweep"]["disagreement_matrix_n_items"]
+    assert sorted(m) == ["base", "s/prompt=x", "s/prompt=y"] and all(a not in m[a] for a in m)  # no diagonal
+    assert m["base"]["s/prompt=x"] == m["s/prompt=x"]["base"] == out["s/prompt=x"]["disagreement_rate"] == pytest.approx(2 / 4)
+    assert m["s/prompt=x"]["s/prompt=y"] == pytest.approx(2 / 3) and n["s/prompt=y"]["s/prompt=x"] == 3  # p2 not shared
+    assert m["base"]["s/prompt=y"] == pytest.approx(2 / 3)
