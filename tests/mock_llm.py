@@ -17,6 +17,15 @@ Malformed HTTP 200 bodies (each must be a retried fault for the client, never a 
 `no_message` (a choice without its message; anthropic: `content: null`), `wrong_types` (fields of the
 wrong JSON type), `bad_body` (`{not json`). `drop` closes the connection without an answer.
 
+`answer(body, nth)` returns the reply text, or a dict to script a tool-calling turn (chat and Messages):
+
+    {"content": "Let me search.", "tool_calls": [{"name": "search", "arguments": {"query": "graph nets"}}]}
+
+answered with `tool_calls` and finish_reason `tool_calls` (Anthropic: `tool_use` blocks, stop_reason `tool_use`).
+`arguments` is a dict (sent as JSON) or a string sent as is; a call's `id` defaults to `call_<turn>_<i>`, `turn`
+the number of assistant turns already in the conversation, so a replayed conversation carries the same ids.
+`tool_results(body)` lists the tool results a request carries (both wire formats), for scripting the next turn.
+
 `stop()` then `start()` again serves on the same port (a restarted server); while stopped, nothing
 listens there, so connections are refused.
 
@@ -45,7 +54,7 @@ from typing import Any, Self
 import orjson
 from aiohttp import web
 
-__all__ = ["LoopbackServer", "MockLLM", "Rule", "free_port"]
+__all__ = ["LoopbackServer", "MockLLM", "Rule", "free_port", "tool_results"]
 
 FAULTS = (
     "429", "500", "timeout", "malformed", "refusal", "refusal_text", "bad_body",
@@ -102,6 +111,29 @@ def _apply_stop(content: str, stop: str | list[str] | None) -> str:
     stops = [stop] if isinstance(stop, str) else list(stop or [])
     cuts = [content.find(s) for s in stops if s and s in content]
     return content[: min(cuts)] if cuts else content
+
+
+def tool_results(body: dict[str, Any]) -> list[str]:
+    """The contents of the tool results in a chat (`role: tool`) or Messages (`tool_result` block) request, in order."""
+    out: list[str] = []
+    for m in body.get("messages", []):
+        if m.get("role") == "tool":
+            out.append(m.get("content") or "")
+        elif isinstance(m.get("content"), list):
+            out.extend(str(b.get("content") or "") for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
+    return out
+
+
+def _scripted_calls(body: dict[str, Any], script: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool calls of a scripted turn, each with an id (deterministic: see the module docstring) and its
+    arguments as the JSON string the chat API sends."""
+    turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+    calls = []
+    for i, c in enumerate(script.get("tool_calls") or []):
+        args = c.get("arguments", {})
+        calls.append({"id": c.get("id") or f"call_{turn}_{i}", "name": c["name"],
+                      "arguments": args if isinstance(args, str) else orjson.dumps(args).decode()})  # fmt: skip
+    return calls
 
 
 def default_answer(body: dict[str, Any], nth: int) -> str:
@@ -166,7 +198,9 @@ class LoopbackServer:
 class MockLLM(LoopbackServer):
     """Start with `with MockLLM(latency=0.01) as mock:`; `mock.base_url` is the OpenAI-style /v1 root."""
 
-    def __init__(self, latency: float = 0.0, answer: Callable[[dict[str, Any], int], str] = default_answer, port: int | None = None):
+    def __init__(
+        self, latency: float = 0.0, answer: Callable[[dict[str, Any], int], str | dict[str, Any]] = default_answer, port: int | None = None
+    ):
         self.latency = latency
         self.answer = answer
         self.port = port or free_port()
@@ -298,6 +332,7 @@ class MockLLM(LoopbackServer):
             request.transport.abort()  # the client sees the connection close without an answer
             return web.Response()
         refused = fault == "refusal"
+        calls: list[dict[str, Any]] = []
         if fault == "malformed":
             content = 'I think A is better. {"answer": A,, '
         elif fault == "length":
@@ -307,14 +342,21 @@ class MockLLM(LoopbackServer):
         elif refused:
             content = None
         else:
-            content = _apply_stop(self.answer(body, nth), None if anthropic else body.get("stop"))
+            scripted = self.answer(body, nth)
+            if isinstance(scripted, dict):  # a tool-calling turn
+                if completions:
+                    return web.json_response({"error": {"message": "tool calls need the chat API", "type": "invalid_request_error"}}, status=400)
+                calls = _scripted_calls(body, scripted)
+                scripted = scripted.get("content")
+            content = None if scripted is None else _apply_stop(scripted, None if anthropic else body.get("stop"))
         model = self.reported_model or f"mock-{body.get('model')}"
         n_in = max(1, len(text) // 4)
-        n_out = max(1, len(content or "") // 4)
-        finish = "length" if fault == "length" else "stop"
+        n_out = max(1, (len(content or "") + sum(len(c["arguments"]) for c in calls)) // 4)
+        finish = "length" if fault == "length" else "tool_calls" if calls else "stop"
         if anthropic:
             blocks = [] if content is None else [{"type": "text", "text": content}]
-            stop = "refusal" if refused else "max_tokens" if fault == "length" else "end_turn"
+            blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": orjson.loads(c["arguments"])} for c in calls]
+            stop = "refusal" if refused else "max_tokens" if fault == "length" else "tool_use" if calls else "end_turn"
             out: dict[str, Any] = {
                 "id": f"msg_{len(self.requests)}", "type": "message", "role": "assistant", "model": model,
                 "content": blocks, "stop_reason": stop, "stop_sequence": None,
@@ -334,6 +376,8 @@ class MockLLM(LoopbackServer):
             }  # fmt: skip
         else:
             message: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:
+                message["tool_calls"] = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls]
             if refused:
                 message["refusal"] = "I can't help with that request."
             out = {
