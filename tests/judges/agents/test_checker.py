@@ -1,0 +1,142 @@
+"""The `idea-novelty-checker` backend: reading its model's answers, and whole decisions against the mocks."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from novelty_audit.judges.agents._checker import (
+    CheckerPrompts,
+    candidate_text,
+    cited_ids,
+    parse_class,
+    parse_facets,
+    parse_queries,
+    parse_ranking,
+    rank_by_similarity,
+    snippet_query,
+    window_plan,
+)
+
+# -- the answer parsers ------------------------------------------------------------------------------
+
+
+def test_queries_are_read_from_the_last_json_object_deduplicated_and_capped():
+    text = 'Some thoughts {"x": 1}\n{"keywords": ["graph  attention pooling", "graph attention pooling", "", 3, ' \
+           '"a", "b", "c", "d", "e"], "titles": ["Pooling Graphs with Attention"]}'
+    kw, titles, note = parse_queries(text)
+    assert kw == ["graph attention pooling", "a", "b", "c", "d", "e"]
+    assert titles == ["Pooling Graphs with Attention"]
+    assert note is None
+
+
+@pytest.mark.parametrize("text", [None, "", "keywords: graph pooling", '{"answer": "yes"}', '{"keywords": []}'])
+def test_a_keyword_answer_without_queries_gives_none_and_says_why(text):
+    kw, titles, note = parse_queries(text)
+    assert (kw, titles) == ([], []) and note
+
+
+def test_the_prompts_own_placeholders_echoed_back_are_no_queries():
+    kw, titles, note = parse_queries('{"keywords": ["<phrase>", "..."], "titles": ["<title>", "…", "Real Title"]}')
+    assert (kw, titles, note) == ([], ["Real Title"], None)
+    assert parse_queries('{"keywords": ["<phrase>", "..."], "titles": ["<title>", "..."]}')[2]
+
+
+@pytest.mark.parametrize(
+    "text, choice",
+    [
+        ("Class: not novel\nReview: The idea repeats [2].", "NEGATIVE"),
+        ("- Class: Not Novel\n- Review: same as [1]", "NEGATIVE"),
+        ("**Class:** novel\n**Review:** nothing like it.", "POSITIVE"),
+        ("Class: [novel]\nReview: new.", "POSITIVE"),
+        ("I compared them.\nclass: NOT NOVEL.\nReview: see [3]", "NEGATIVE"),
+    ],
+)
+def test_the_class_line_decides_the_vote(text, choice):
+    a = parse_class(text)
+    assert (a.outcome, a.choice) == ("valid", choice), a
+    assert a.review
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        None,
+        "",
+        "The idea is not novel.",  # no Class line: never guessed from prose
+        "Class: <novel or not novel>\nReview: <your review>",  # the prompt's own form, echoed
+        "Class: novel / not novel\nReview: hm",
+        "Class: novel\nReview: x\nClass: not novel",  # two classes
+        "Class: somewhat novel\nReview: x",
+    ],
+)
+def test_an_answer_without_one_clear_class_is_invalid_with_a_note(text):
+    a = parse_class(text)
+    assert a.outcome == "invalid" and a.choice is None and a.note
+
+
+def test_reviews_cite_papers_by_bracketed_identifiers_in_order():
+    assert cited_ids("Close to [3] and [1, 4]; also [3][5]. Not (2) or 2019.") == [3, 1, 4, 5]
+    assert cited_ids("no reference") == []
+    assert cited_ids(None) == []
+
+
+def test_a_ranking_answer_becomes_a_full_permutation():
+    assert parse_ranking("[3] > [1] > [3] > [9]", 4) == [2, 0, 1, 3]
+    assert parse_ranking("I cannot rank these.", 3) == [0, 1, 2]
+    assert parse_ranking(None, 2) == [0, 1]
+
+
+def test_facets_are_the_text_between_the_tags():
+    assert parse_facets("Sure.\n<facets>\n- Purpose: x\n</facets>\nDone") == "- Purpose: x"
+    assert parse_facets("- Purpose: y") == "- Purpose: y"
+
+
+# -- queries, similarity and windows -----------------------------------------------------------------
+
+
+def test_the_snippet_query_is_the_ideas_opening_cut_at_a_word():
+    assert snippet_query("  Graph   pooling with attention.  ", 300) == "Graph pooling with attention."
+    assert snippet_query("alpha beta gamma", 12) == "alpha beta"
+    assert snippet_query("alpha beta", 0) is None
+    assert snippet_query("   ", 10) is None
+
+
+def test_candidates_rank_by_cosine_with_ties_broken_by_id():
+    idea = np.array([1.0, 0.0])
+    vecs = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 0.0], [0.6, 0.8]])
+    ranked = rank_by_similarity(idea, vecs, ["d", "c", "a", "b"])
+    assert [i for i, _ in ranked] == [2, 1, 3, 0]
+    assert [s for _, s in ranked] == [1.0, 1.0, 0.6, 0.0]
+
+
+def test_windows_slide_from_the_bottom_and_end_at_the_top():
+    assert window_plan(1, 20, 10) == []
+    assert window_plan(15, 20, 10) == [(0, 15)]
+    assert window_plan(24, 20, 10) == [(4, 24), (0, 14)]
+    assert window_plan(40, 20, 10) == [(20, 40), (10, 30), (0, 20)]
+
+
+def test_a_paper_is_embedded_as_title_and_abstract():
+    assert candidate_text(SimpleNamespace(title="T", abstract="An abstract.")) == "T. An abstract."
+    assert candidate_text(SimpleNamespace(title="T", abstract="")) == "T"
+
+
+# -- the prompts ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rerank", ["none", "base", "priority"])
+@pytest.mark.parametrize("style", ["relaxed", "less-relaxed"])
+def test_every_prompt_renders_with_its_variables(rerank, style):
+    p = CheckerPrompts.load(prompt=style, examples=style, rerank=rerank)
+    assert (p.rerank is None) == (rerank == "none") and (p.facets is None) == (rerank != "priority")
+    msgs = p.judge.messages(examples=p.examples.text, idea="IDEA-TEXT", papers="[1] Title: P.")
+    user = msgs[-1]["content"]
+    assert "IDEA-TEXT" in user and "[1] Title: P." in user and "Example 1" in user and "{{" not in user
+    assert "IDEA-TEXT" in p.keywords.messages(idea="IDEA-TEXT")[-1]["content"]
+    if p.rerank is not None:
+        variables = {"idea": "I", "n": "2", "passages": "[1] a\n[2] b"} | ({"facets": "F"} if p.facets else {})
+        assert "{{" not in p.rerank.messages(**variables)[-1]["content"]
+    assert len(p.digests()) == 3 + (rerank != "none") + (rerank == "priority")
