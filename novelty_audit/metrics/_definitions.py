@@ -7,6 +7,13 @@ judge was asked about (`covered`) by all pairs of the dataset; `accuracy_on_cove
 truncated, refusal, error) are counted on their own and are nobody's vote; errors are also broken down
 by reason (`n_error_by_reason`, computed with the metrics tables, not here: it is not one number).
 Run facts such as latency are not metrics: they live in the run log, never in metrics.json.
+
+Search agents (judges/agents) are also measured per decision — one decision is one call made (valid, invalid,
+refusal, error, truncated or undecided): their cost, queries, rounds and tokens per decision, how many decisions
+ended undecided, and how many "not novel" decisions cite a paper their own searches returned (`grounded_rate`).
+These are reported only for judges whose rows carry the agent columns; every other judge has no entry.
+Pointwise they carry the plain names (the agents are pointwise judges first, and the study's figures are
+pointwise); pairwise (search-agent) the same metrics are prefixed `pairwise_`.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import numpy as np
 
 from ._estimates import AUROCEstimate, Count, LinearEstimate, Ratio, Total
 from ._registry import metric
-from ._views import NEGATIVE, POSITIVE, PairwiseView, PointwiseView
+from ._views import NEGATIVE, POSITIVE, AgentEffort, PairwiseView, PointwiseView
 
 __all__: list[str] = []
 
@@ -243,3 +250,92 @@ def pointwise_auroc(v: PointwiseView) -> AUROCEstimate | None:
     if positive[scored].all() or not positive[scored].any():
         return None
     return AUROCEstimate(positive, v.scores)
+
+
+# -- search agents (both tables; None for judges without agent columns) ------------------------------------------
+
+
+def _per_decision(a: AgentEffort | None, amount: str) -> Ratio | None:
+    if a is None or not a.decisions.any():
+        return None
+    return Ratio(getattr(a, amount), a.decisions)
+
+
+def _grounded(a: AgentEffort | None) -> Ratio | None:
+    return Ratio(a.grounded, a.cited) if a is not None and a.cited.any() else None
+
+
+def _undecided(a: AgentEffort | None) -> Count | None:
+    return None if a is None else Count(int(a.undecided.sum()))
+
+
+@metric("grounded_rate", table="pointwise", direction="higher", uncertainty=("bootstrap", "wilson"))
+def grounded_rate(v: PointwiseView) -> Ratio | None:
+    """NEGATIVE decisions whose cited paper is among the papers their searches returned / NEGATIVE decisions."""
+    return _grounded(v.agent)
+
+
+@metric("cost_per_decision_usd", table="pointwise", direction="lower", uncertainty=("bootstrap",))
+def cost_per_decision_usd(v: PointwiseView) -> Ratio | None:
+    """USD of all the agent's LLM calls / decisions (a decision = one call made, of any outcome)."""
+    return _per_decision(v.agent, "cost_usd")
+
+
+@metric("queries_per_decision", table="pointwise", direction="none", uncertainty=("bootstrap",))
+def queries_per_decision(v: PointwiseView) -> Ratio | None:
+    """Search queries sent / decisions."""
+    return _per_decision(v.agent, "queries")
+
+
+@metric("rounds_per_decision", table="pointwise", direction="none", uncertainty=("bootstrap",))
+def rounds_per_decision(v: PointwiseView) -> Ratio | None:
+    """LLM calls (rounds) / decisions."""
+    return _per_decision(v.agent, "rounds")
+
+
+@metric("tokens_per_decision", table="pointwise", direction="lower", uncertainty=("bootstrap",))
+def tokens_per_decision(v: PointwiseView) -> Ratio | None:
+    """Tokens (input + output, all rounds) / decisions."""
+    return _per_decision(v.agent, "tokens")
+
+
+@metric("n_undecided", table="pointwise", direction="lower")
+def n_undecided(v: PointwiseView) -> Count | None:
+    """Decisions that ended after the last round without a decision (nobody's vote)."""
+    return _undecided(v.agent)
+
+
+@metric("pairwise_grounded_rate", table="pairwise", direction="higher", uncertainty=("bootstrap", "wilson"))
+def pairwise_grounded_rate(v: PairwiseView) -> Ratio | None:
+    """Pairwise decisions citing a paper among those their searches returned / pairwise decisions that cite one."""
+    return _grounded(v.agent)
+
+
+@metric("pairwise_cost_per_decision_usd", table="pairwise", direction="lower", uncertainty=("bootstrap",))
+def pairwise_cost_per_decision_usd(v: PairwiseView) -> Ratio | None:
+    """USD of the agent's pairwise LLM calls / pairwise decisions."""
+    return _per_decision(v.agent, "cost_usd")
+
+
+@metric("pairwise_queries_per_decision", table="pairwise", direction="none", uncertainty=("bootstrap",))
+def pairwise_queries_per_decision(v: PairwiseView) -> Ratio | None:
+    """Search queries sent / pairwise decisions."""
+    return _per_decision(v.agent, "queries")
+
+
+@metric("pairwise_rounds_per_decision", table="pairwise", direction="none", uncertainty=("bootstrap",))
+def pairwise_rounds_per_decision(v: PairwiseView) -> Ratio | None:
+    """LLM calls (rounds) / pairwise decisions."""
+    return _per_decision(v.agent, "rounds")
+
+
+@metric("pairwise_tokens_per_decision", table="pairwise", direction="lower", uncertainty=("bootstrap",))
+def pairwise_tokens_per_decision(v: PairwiseView) -> Ratio | None:
+    """Tokens (input + output, all rounds) / pairwise decisions."""
+    return _per_decision(v.agent, "tokens")
+
+
+@metric("pairwise_n_undecided", table="pairwise", direction="lower")
+def pairwise_n_undecided(v: PairwiseView) -> Count | None:
+    """Pairwise decisions that ended without a decision after the last round."""
+    return _undecided(v.agent)

@@ -7,6 +7,9 @@ with `present = 0`; they never enter a denominator.
 `covered`: the judge was asked about the item — its row has a verdict other than `none`, or at least one
 call of any outcome. A `none` row with zero calls (an imported file without a row for the pair) is present
 but not covered. Tables without count columns (files made elsewhere) count every row as covered.
+
+Search agents (judges/agents) add effort columns — `n_rounds`, `n_queries`, `n_tokens`, `citations` — that are
+null for every other judge; `AgentEffort` reads them, and is None for a slice where they are all null.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
+import orjson
 import polars as pl
 
 from ..errors import BadInputError
 
-__all__ = ["PairwiseView", "PointwiseView", "pairwise_view", "pointwise_view", "TIE", "NONE", "check_unique", "is_covered"]
+__all__ = ["AgentEffort", "PairwiseView", "PointwiseView", "pairwise_view", "pointwise_view", "TIE", "NONE", "check_unique", "is_covered"]
 
 TIE = "tie"
 NONE = "none"
@@ -39,6 +43,57 @@ def check_unique(df: pl.DataFrame, key: list[str], where: str) -> None:
             f"appears {first['len']} times",
             hint="each (dataset, judge, item) must have exactly one row",
         )
+
+
+@dataclass(frozen=True)
+class AgentEffort:
+    """A search agent's effort per item (arrays over the view's ids): what its decisions made and cited.
+
+    A decision is one call made: n_valid + n_invalid + n_refusal + n_error + n_truncated + n_undecided.
+    """
+
+    decisions: np.ndarray
+    undecided: np.ndarray
+    rounds: np.ndarray
+    queries: np.ndarray
+    tokens: np.ndarray
+    cost_usd: np.ndarray
+    """NaN where a row recorded no cost (the per-decision cost is then unknown, never free)."""
+    cited: np.ndarray
+    """Citations checked: pointwise one per NEGATIVE decision, pairwise one per decision that cites."""
+    grounded: np.ndarray
+    """Of those, citations whose paper is among the papers the decision's searches returned (`retrieved`)."""
+
+
+def _citations(r: dict, where: str) -> list[dict]:
+    raw = r.get("citations")
+    if raw is None:
+        return []
+    try:
+        cites = orjson.loads(raw) if isinstance(raw, (str, bytes)) else raw
+    except orjson.JSONDecodeError:
+        raise BadInputError(f"{where}, field citations: not valid JSON") from None
+    if not isinstance(cites, list) or not all(isinstance(c, dict) and isinstance(c.get("retrieved"), bool) for c in cites):
+        raise BadInputError(f"{where}, field citations: expected a JSON list of entries with a boolean `retrieved`",
+                            hint="docs/design/tables.md (citations)")
+    return cites
+
+
+def agent_effort(rows: list[dict], at: np.ndarray, n: int, where: str, id_col: str) -> AgentEffort | None:
+    """The agent columns of one slice aligned to its universe; None when no row has them (not an agent)."""
+    if not any(r.get(c) is not None for r in rows for c in AGENT_COUNTS):
+        return None
+    dec, und, rounds, queries, tokens, cost, cited, grounded = (np.zeros(n) for _ in range(8))
+    for i, r in zip(at, rows):
+        here = f"{where}, {id_col.removesuffix('_id')} {r[id_col]}"
+        und[i] = _count(r, "n_undecided")
+        dec[i] = sum(_count(r, c) for c in _CALL_COUNTS) + und[i]
+        rounds[i], queries[i], tokens[i] = (_count(r, c) for c in AGENT_COUNTS)
+        cost[i] = np.nan if r.get("cost_usd") is None else r["cost_usd"]
+        cites = _citations(r, here)
+        cited[i] = len(cites)
+        grounded[i] = sum(1 for c in cites if c["retrieved"])
+    return AgentEffort(dec, und, rounds, queries, tokens, cost, cited, grounded)
 
 
 @dataclass(frozen=True)
@@ -69,6 +124,8 @@ class PairwiseView:
     """Failed calls by reason, summed over the slice; sums to n_error (`unspecified` where no reason was recorded)."""
     covered: np.ndarray = field(default_factory=lambda: np.zeros(0))
     """The judge was asked about the pair (see the module docstring); ⊆ present."""
+    agent: AgentEffort | None = None
+    """Search agents only (their rows carry effort columns); None for every other judge."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +149,8 @@ class PointwiseView:
     error_reasons: dict[str, int] = field(default_factory=dict)
     """As in PairwiseView."""
     covered: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """As in PairwiseView."""
+    agent: AgentEffort | None = None
     """As in PairwiseView."""
 
 
@@ -117,13 +176,16 @@ def _count(r: dict, col: str) -> int:
 
 
 _CALL_COUNTS = ("n_valid", "n_invalid", "n_refusal", "n_error", "n_truncated")
+AGENT_COUNTS = ("n_rounds", "n_queries", "n_tokens")
 
 
 def is_covered(r: dict, verdict: str | None) -> bool:
-    """A row is covered unless it is `none` with every call count present and zero (nobody was asked)."""
+    """A row is covered unless it is `none` with every call count present and zero (nobody was asked).
+
+    An agent's `undecided` decision was asked too (`n_undecided`, absent from older tables, counts when present)."""
     if verdict != NONE or any(r.get(c) is None for c in _CALL_COUNTS):
         return True
-    return sum(int(r[c]) for c in _CALL_COUNTS) > 0
+    return sum(int(r[c]) for c in _CALL_COUNTS) + _count(r, "n_undecided") > 0
 
 
 def _add_reasons(total: Counter[str], r: dict, where: str) -> None:
@@ -198,7 +260,7 @@ def pairwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where:
         cost[i] = np.nan if r.get("cost_usd") is None else r["cost_usd"]
     return PairwiseView(
         dataset, judge, universe, present, correct, tie, none, decisive, both, differ, first, ideas, inv, ref, err, cost,
-        trunc, dict(sorted(reasons.items())), covered,
+        trunc, dict(sorted(reasons.items())), covered, agent_effort(rows, at, n, f"{where}: dataset {dataset}, judge {judge}", "pair_id"),
     )
 
 
@@ -232,5 +294,5 @@ def pointwise_view(df: pl.DataFrame, universe: list[str] | None = None, *, where
         _add_reasons(reasons, r, f"{where}: dataset {dataset}, judge {judge}, idea {r['idea_id']}")
     return PointwiseView(
         dataset, judge, universe, present, gold, pred, correct, answered, scores, inv, ref, err, trunc, dict(sorted(reasons.items())),
-        covered,
+        covered, agent_effort(rows, at, n, f"{where}: dataset {dataset}, judge {judge}", "idea_id"),
     )
