@@ -17,6 +17,7 @@ from ..artifacts import atomic_write_bytes
 from ..config import PROBE_SUFFIX, ReportParams, probe_dataset
 from . import _charts
 from ._blocks import Block, Figure, Heading, Link, Para, Raw, Section, Span, Table, render_html, render_markdown
+from ._instability import INSTABILITY_ID, instability_blocks
 from ._sources import ReportSources
 
 __all__ = ["Report", "build_report", "write_report", "DRIFT_FILES", "CONTROL_BACKENDS"]
@@ -252,13 +253,20 @@ def _accuracy_table(ds: str, sources: ReportSources, judges: dict[str, _Judge], 
                 _cell(d, "first_position_rate") if j.sees_positions else "—", "; ".join(notes)]
         rows.append(row)
         classes.append(j.kind)
-    for p in _published_for(sources, ds):
-        note: Any = (Link(f"published, not rerun: {p['source']}", p["url"]) if p.get("url")
-                     else f"published, not rerun: {p['source']}")
-        row = [_published_label(p), _pub_value(p), Span(note, len(header) - 2)]
+    for row in _published_rows(sources, ds, len(header)):
         rows.append(row)
         classes.append("published")
     return Table(f"judges-{_slug(ds)}", header, rows, classes, wide=True, cls="nums")
+
+
+def _published_rows(sources: ReportSources, ds: str, width: int) -> list[list[Any]]:
+    """Table rows (`width` cells) of the published strict accuracies on `ds`: label, value, "published, not rerun"."""
+    rows = []
+    for p in _published_for(sources, ds):
+        note: Any = (Link(f"published, not rerun: {p['source']}", p["url"]) if p.get("url")
+                     else f"published, not rerun: {p['source']}")
+        rows.append([_published_label(p), _pub_value(p), Span(note, width - 2)])
+    return rows
 
 
 def _published_table(sources: ReportSources) -> Table | None:
@@ -610,6 +618,7 @@ th,td{border:1px solid #ccc;padding:0.25rem 0.5rem;text-align:left;vertical-alig
 th{background:#f3f3f3}
 tr.control td{color:#555;background:#f7f7f7}
 tr.published td{font-style:italic;background:#fff6ee}
+tr.base td{font-weight:600}
 figure{margin:1rem 0}
 figcaption,.note{color:#555;font-size:0.85rem}
 nav a{margin-right:1rem}
@@ -740,6 +749,10 @@ def build_report(sources: ReportSources, params: ReportParams) -> Report:
     else:
         blocks.append(Para("No backbone was run with two or more prompt variants."))
 
+    sweep_blocks = instability_blocks(sources.sweeps, sources.metrics, lambda ds, width: _published_rows(sources, ds, width),
+                                      _cell, figure)
+    blocks += sweep_blocks
+
     cost, cost_note = _cost_rows(sources, datasets)
     plots["accuracy_cost.csv"] = _csv(cost, ["dataset", "judge", "cost_usd", "strict_accuracy"])
     blocks += [Heading(2, "cost-section", "Accuracy vs cost"),
@@ -783,6 +796,9 @@ def build_report(sources: ReportSources, params: ReportParams) -> Report:
         blocks += [Heading(3, f"all-{_slug(ds)}", ds), t]
 
     nav = _NAV if nb is None else [*_NAV[:-2], (_slug("novbench"), "NovBench"), *_NAV[-2:]]
+    if sweep_blocks:  # after prompt sensitivity, as in the page
+        at = nav.index(("prompts", "prompt sensitivity")) + 1
+        nav = [*nav[:at], (INSTABILITY_ID, "instability"), *nav[at:]]
     title = "novelty-audit report"
     return Report(html=render_html(title, _CSS, nav, blocks, plots), markdown=render_markdown(title, blocks),
                   plots=dict(sorted(plots.items())))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["accuracy_chart", "order_flip_chart", "flip_matrix_chart", "cost_chart", "spread_chart", "to_svg", "KINDS"]
+__all__ = ["accuracy_chart", "order_flip_chart", "flip_matrix_chart", "cost_chart", "spread_chart", "forest_chart", "disagreement_chart",
+           "to_svg", "KINDS"]
 
 _WIDTH = 520
 KINDS = ("measured", "control", "published")
@@ -145,3 +146,39 @@ def spread_chart(rows: list[dict[str, Any]]) -> Any:
         + base.mark_point(filled=True).encode(x="strict_accuracy_min:Q")
         + base.mark_point(filled=True).encode(x="strict_accuracy_max:Q")
     ).properties(width=_WIDTH, height=_height(len({r["backbone"] for r in rows})))
+
+
+def forest_chart(rows: list[dict[str, Any]]) -> Any:
+    """rows (one dataset and sweep, display order): label, delta, ci_low, ci_high — each variant's strict accuracy
+    minus its base's, with its paired interval; a rule marks no change."""
+    alt = _alt()
+    order = [r["label"] for r in rows]
+    reach = 1.05 * max([0.05, *(abs(float(r[k])) for r in rows for k in ("delta", "ci_low", "ci_high"))])
+    scale = alt.Scale(domain=[-reach, reach], nice=False)
+    title = "strict accuracy − base's (95% paired interval)"
+    y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
+    base = alt.Chart(alt.Data(values=rows))
+    zero = alt.Chart(alt.Data(values=[{"x": 0.0}])).mark_rule(color="#7a7a7a", strokeDash=[4, 3]).encode(x=alt.X("x:Q", scale=scale, title=title))
+    ci = base.mark_rule(strokeWidth=2, color=_KIND_COLORS[0]).encode(x=alt.X("ci_low:Q", scale=scale, title=title), x2="ci_high:Q", y=y)
+    dot = base.mark_point(filled=True, size=60, opacity=1, color=_KIND_COLORS[0]).encode(
+        x=alt.X("delta:Q", scale=scale, title=title), y=y, tooltip=["label:N", "delta:Q", "ci_low:Q", "ci_high:Q", "n_items:Q"])
+    return alt.layer(zero, ci, dot).properties(width=_WIDTH, height=_height(len(rows)))
+
+
+def disagreement_chart(rows: list[dict[str, Any]], judges: list[str], vmax: float) -> Any:
+    """rows: judge_a, judge_b, disagreement_rate, n_items (every ordered pair of a sweep's judges); colour 0..vmax."""
+    alt = _alt()
+    base = alt.Chart(alt.Data(values=rows)).encode(
+        x=alt.X("judge_b:N", sort=judges, title=None, axis=alt.Axis(labelAngle=-40, labelLimit=260)),
+        y=alt.Y("judge_a:N", sort=judges, title=None, axis=alt.Axis(labelLimit=260)),
+    )
+    rect = base.mark_rect(stroke="white", strokeWidth=1).encode(
+        color=alt.Color("disagreement_rate:Q", title="disagreement", scale=alt.Scale(domain=[0, vmax], scheme="oranges", clamp=True)),
+        tooltip=["judge_a:N", "judge_b:N", "disagreement_rate:Q", "n_items:Q"],
+    )
+    text = base.mark_text(fontSize=11).encode(
+        text=alt.Text("disagreement_rate:Q", format=".2f"),
+        color=alt.condition(f"datum.disagreement_rate > {vmax * 0.55:.6f}", alt.value("white"), alt.value("black")),
+    )
+    size = max(160, 44 * len(judges))
+    return (rect + text).properties(width=size, height=size)

@@ -48,6 +48,8 @@ class ReportSources:
     """The NovBench study's published rows (novelty_audit.novbench.published_rows), for the NovBench section."""
     novbench_notes: dict[str, Any] | None = None
     """artifacts/metrics/novbench.json: why a NovBench metric is null, which relevance substitute was used."""
+    sweeps: dict[str, Any] = field(default_factory=dict)
+    """artifacts/metrics/sweeps.json: each judge.sweeps variant against its base (`{}` without sweeps)."""
 
 
 def _maybe(path: Path) -> pl.DataFrame | None:
@@ -112,4 +114,5 @@ def load_sources(
         reviews=_maybe(Path(judge_dir) / "reviews.parquet") if judge_dir else None,
         novbench_published=tuple(dict(r) for r in novbench_published),
         novbench_notes=read_json(metrics_dir / "novbench.json") if (metrics_dir / "novbench.json").exists() else None,
+        sweeps=read_json(metrics_dir / "sweeps.json") if (metrics_dir / "sweeps.json").exists() else {},
     )
