@@ -1,7 +1,7 @@
 """`idea-novelty-checker`: Scideator's Idea Novelty Checker (as Ai2 ran it) on the project's call and search layers.
 
 One decision (one vote of one idea):
-1. the model proposes keyword phrases and paper titles for the idea (`checker-keywords-v1`);
+1. the model proposes keyword phrases and paper titles for the idea (`agent-checker-keywords-v1`);
 2. each keyword, each title and one snippet of the idea go to the search source (Semantic Scholar by default;
    cutoff date and the idea's own title excluded by the search layer);
 3. the union of the papers found is ranked by cosine similarity to the idea with the project's embedder
@@ -19,10 +19,12 @@ Differences from the original and the assumptions made: docs/design/agents.md ("
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -92,12 +94,12 @@ class CheckerPrompts:
     @classmethod
     def load(cls, *, prompt: str, examples: str, rerank: str) -> CheckerPrompts:
         def p(name: str) -> Prompt:
-            return Prompt(packaged(f"checker-{name}-v1.txt"))
+            return Prompt(packaged(f"agent-checker-{name}-v1.txt"))
 
         return cls(
             keywords=p("keywords"),
             judge=p(f"judge-{prompt}"),
-            examples=packaged(f"checker-examples-{examples}-v1.txt"),
+            examples=packaged(f"agent-checker-examples-{examples}-v1.txt"),
             rerank=p(f"rerank-{rerank}") if rerank != "none" else None,
             facets=p("facets") if rerank == "priority" else None,
         )
@@ -281,3 +283,163 @@ def window_plan(n: int, window: int, step: int) -> list[tuple[int, int]]:
         if start == 0:
             return out
         end -= step
+
+
+# -- one decision --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Check:
+    """How one decision of the checker went: what the base turns into an `AgentRun`."""
+
+    outcome: Literal["valid", "invalid", "refusal", "truncated", "error"] = "valid"
+    choice: str | None = None
+    review: str | None = None
+    citation: dict[str, Any] | None = None
+    """NEGATIVE decisions: `{title, doc_id}` of the first shown paper the review names; None when it names none."""
+    queries: list[str] = field(default_factory=list)
+    searches: list[Any] = field(default_factory=list)
+    """The `SearchResult` of every query, in query order."""
+    ranked: list[Candidate] = field(default_factory=list)
+    """Every distinct paper found, most similar to the idea first, with its cosine."""
+    shown: list[Candidate] = field(default_factory=list)
+    """The top k after the rerank, in the order the judge saw them ([1] first)."""
+    replies: list[Any] = field(default_factory=list)
+    """Every LLM turn's `Reply`, in order: keywords, facets, rerank windows, judge."""
+    error_reason: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def detail(self) -> str | None:
+        return "; ".join(self.notes) or None
+
+
+class CheckStop(Exception):
+    """Ends a decision early with `outcome` and `reason` (a failed turn or search)."""
+
+    def __init__(self, outcome: str, reason: str):
+        super().__init__(reason)
+        self.outcome, self.reason = outcome, reason
+
+
+Ask = Callable[[str, list[dict[str, str]]], Awaitable[Any]]
+"""(step name, messages) → the call layer's `Reply` for one turn of this decision."""
+SearchFn = Callable[[str], Awaitable[Any]]
+"""query → `SearchResult` (the idea's own title and the cutoff already left out)."""
+EmbedFn = Callable[[list[str]], Awaitable[np.ndarray]]
+"""texts → L2-normalized vectors, one row per text."""
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """The knobs one decision needs (a view of the judge's args)."""
+
+    k: int = 10
+    candidates: int = 100
+    rerank: Literal["none", "base", "priority"] = "priority"
+    window: int = 20
+    step: int = 10
+    snippet_chars: int = 300
+
+
+async def _turn(check: Check, ask: Ask, step: str, messages: list[dict[str, str]]) -> Any:
+    reply = await ask(step, messages)
+    check.replies.append(reply)
+    if not reply.ok:
+        raise CheckStop("error", reply.failure.reason)
+    return reply
+
+
+def _queries(check: Check, idea_text: str, reply: Any, settings: CheckSettings) -> list[str]:
+    kw, titles, note = parse_queries(reply.text)
+    if note:
+        check.notes.append(f"keywords: {note}")
+    snippet = snippet_query(idea_text, settings.snippet_chars)
+    out: list[str] = []
+    for q in [*kw, *titles, *([snippet] if snippet else [])]:
+        if q not in out:
+            out.append(q)
+    return out
+
+
+def _candidates(results: Sequence[Any]) -> list[Candidate]:
+    """Every distinct paper (by doc_id) in query order, then rank order; the first query that found it names it."""
+    seen: dict[str, Candidate] = {}
+    for r in results:
+        for rank, p in enumerate(r.papers):
+            seen.setdefault(p.doc_id, Candidate(p, r.query, rank))
+    return list(seen.values())
+
+
+async def _rerank(check: Check, ask: Ask, prompts: CheckerPrompts, idea_text: str, ranked: list[Candidate],
+                  settings: CheckSettings) -> list[Candidate]:
+    if settings.rerank == "none" or prompts.rerank is None:
+        return ranked
+    facets: dict[str, str] = {}
+    if prompts.facets is not None:
+        reply = await _turn(check, ask, "facets", prompts.facets.messages(idea=idea_text))
+        facets = {"facets": parse_facets(reply.text) or "(none given)"}
+    order = list(ranked)
+    for start, end in window_plan(len(order), settings.window, settings.step):
+        part = order[start:end]
+        passages = "\n\n".join(f"[{i + 1}] {passage(c.paper)}" for i, c in enumerate(part))
+        messages = prompts.rerank.messages(idea=idea_text, n=str(len(part)), passages=passages, **facets)
+        reply = await _turn(check, ask, f"rerank {start + 1}-{end}", messages)
+        order[start:end] = [part[i] for i in parse_ranking(reply.text, len(part))]
+    return order
+
+
+def _read_judge(check: Check, reply: Any) -> None:
+    answer = parse_class(reply.text)
+    check.review = answer.review
+    if reply.entry.get("outcome") == "refusal" and answer.outcome != "valid":
+        check.outcome = "refusal"
+    elif answer.outcome != "valid":
+        check.outcome = "truncated" if reply.entry.get("outcome") == "truncated" else "invalid"
+        check.notes.append(f"judge: {answer.note}")
+    else:
+        check.outcome, check.choice = "valid", answer.choice
+    if check.choice != "NEGATIVE":
+        return
+    ids = cited_ids(answer.review or reply.text)
+    named = [i for i in ids if 1 <= i <= len(check.shown)]
+    if named:
+        p = check.shown[named[0] - 1].paper
+        check.citation = {"title": p.title, "doc_id": p.doc_id}
+    else:
+        check.notes.append("not novel without naming a shown paper" + (f" (cites {ids}, {len(check.shown)} shown)" if ids else ""))
+
+
+async def run_check(idea_text: str, *, settings: CheckSettings, prompts: CheckerPrompts, ask: Ask, search: SearchFn,
+                    embed: EmbedFn) -> Check:
+    """One decision of the checker (see the module docstring). Never raises for a failed turn or search: the
+    decision then ends as `error` with its reason ("HTTP 500", "search: HTTP 429")."""
+    check = Check()
+    try:
+        reply = await _turn(check, ask, "keywords", prompts.keywords.messages(idea=idea_text))
+        check.queries = _queries(check, idea_text, reply, settings)
+        if not check.queries:
+            raise CheckStop("invalid", "no query: the keyword answer lists none and the idea has no text")
+        check.searches = list(await asyncio.gather(*(search(q) for q in check.queries)))
+        failed = next((r for r in check.searches if not r.ok), None)
+        if failed is not None:
+            raise CheckStop("error", f"search: {failed.failure}")
+        found = _candidates(check.searches)
+        if found:
+            vecs = await embed([idea_text] + [candidate_text(c.paper) for c in found])
+            order = rank_by_similarity(vecs[0], vecs[1:], [c.paper.doc_id for c in found])
+            check.ranked = [dataclasses.replace(found[i], similarity=s) for i, s in order]
+        else:
+            check.notes.append("the searches found no paper")
+        reranked = await _rerank(check, ask, prompts, idea_text, check.ranked[: settings.candidates], settings)
+        check.shown = reranked[: settings.k]
+        papers = "\n\n".join(f"[{i + 1}] {passage(c.paper)}" for i, c in enumerate(check.shown))
+        messages = prompts.judge.messages(examples=prompts.examples.text.strip(), idea=idea_text,
+                                          papers=papers or "(the search found no related papers)")
+        _read_judge(check, await _turn(check, ask, "judge", messages))
+    except CheckStop as stop:
+        check.outcome, check.error_reason = stop.outcome, stop.reason  # type: ignore[assignment]
+        if stop.outcome != "error":
+            check.notes.append(stop.reason)
+            check.error_reason = None
+    return check

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import re
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from mock_llm import MockLLM
+from mock_s2 import MockS2, paper
 
 from novelty_audit.judges.agents._checker import (
     CheckerPrompts,
+    CheckSettings,
+    run_check,
     candidate_text,
     cited_ids,
     parse_class,
@@ -19,6 +26,8 @@ from novelty_audit.judges.agents._checker import (
     snippet_query,
     window_plan,
 )
+from novelty_audit.llm import CallCache, CallSettings, Endpoint, LLMClient, Request
+from novelty_audit.search import S2SearchArgs, make_search
 
 # -- the answer parsers ------------------------------------------------------------------------------
 
@@ -140,3 +149,92 @@ def test_every_prompt_renders_with_its_variables(rerank, style):
         variables = {"idea": "I", "n": "2", "passages": "[1] a\n[2] b"} | ({"facets": "F"} if p.facets else {})
         assert "{{" not in p.rerank.messages(**variables)[-1]["content"]
     assert len(p.digests()) == 3 + (rerank != "none") + (rerank == "priority")
+
+
+# -- one decision against the mock LLM and the mock Semantic Scholar ---------------------------------
+
+IDEA = "Graph pooling with learned attention scores for molecule property prediction on small datasets."
+PRIOR = paper("p-prior", "Attention-based graph pooling for molecules", 2019,
+              abstract="We pool molecule graphs with learned attention scores to predict properties.")
+
+
+def bag_of_words(texts: list[str], dims: int = 64) -> np.ndarray:
+    """TEST DOUBLE for the MiniLM embedder: hashed word counts, L2-normalized (texts sharing words are close)."""
+    out = np.zeros((len(texts), dims))
+    for row, t in enumerate(texts):
+        for w in re.findall(r"[a-z]+", t.lower()):
+            out[row, int(hashlib.sha256(w.encode()).hexdigest(), 16) % dims] += 1.0
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.where(norms == 0, 1.0, norms)
+
+
+def scripted(judge_answer: str = "Class: not novel\nReview: The idea repeats [1].", ranking: str = "[2] > [1]"):
+    """The mock LLM's answer per prompt of the checker (recognized by a sentence of each packaged prompt)."""
+
+    def answer(body: dict, nth: int) -> str:
+        text = "\n".join(m["content"] for m in body["messages"])
+        if "Write search queries" in text:
+            return 'Here you go.\n{"keywords": ["attention graph pooling"], "titles": ["Pooling Molecules"]}'
+        if "list its key facets" in text:
+            return "<facets>\n- Purpose: property prediction\n</facets>"
+        if "Rank all" in text:
+            return ranking
+        if "Class: <novel or not novel>" in text:
+            return judge_answer
+        raise AssertionError(f"unscripted prompt: {text[:200]}")
+
+    return answer
+
+
+@pytest.fixture
+def s2():
+    with MockS2() as mock:
+        yield mock
+
+
+def decide(tmp_path, llm_url, s2_url, *, rerank="base", k=10, idea=IDEA, refresh=False):
+    """One checker decision through the real call layer (cache under tmp_path) and the real search layer."""
+    client = LLMClient(Endpoint("openai", "mock-model", llm_url, api_key_env=None), CallSettings(),
+                       cache=CallCache(tmp_path / "calls"), refresh=refresh)
+    search = make_search(S2SearchArgs(source="semantic-scholar", base_url=s2_url, requests_per_second=1000, backoff_s=0.001),
+                         tmp_path / "cache", refresh=refresh)
+
+    async def ask(step, messages):
+        (reply,) = await client.ask_async([Request(messages=messages, label=step)])
+        return reply
+
+    async def find(query):
+        return await search.search_async(query, exclude_title="Our own paper")
+
+    async def embed(texts):
+        return bag_of_words(texts)
+
+    prompts = CheckerPrompts.load(prompt="relaxed", examples="relaxed", rerank=rerank)
+    try:
+        return asyncio.run(run_check(idea, settings=CheckSettings(k=k, rerank=rerank), prompts=prompts, ask=ask,
+                                     search=find, embed=embed))
+    finally:
+        search.close()
+
+
+def test_a_decision_searches_every_query_ranks_by_similarity_and_cites_a_shown_paper(tmp_path, s2):
+    s2.script("attention graph pooling", [PRIOR, paper("p-far", "Protein folding at scale", 2018)])
+    with MockLLM(answer=scripted(ranking="[1] > [2]")) as llm:
+        check = decide(tmp_path, llm.base_url, s2.base_url)
+    assert check.outcome == "valid" and check.choice == "NEGATIVE", check
+    assert check.queries == ["attention graph pooling", "Pooling Molecules", IDEA]
+    assert [r.query for r in check.searches] == check.queries and s2.count == 3
+    assert check.ranked[0].paper.doc_id == "s2:p-prior" and check.ranked[0].query == "attention graph pooling"
+    sims = [c.similarity for c in check.ranked]
+    assert sims == sorted(sims, reverse=True) and sims[0] > sims[-1]
+    assert check.citation == {"title": PRIOR["title"], "doc_id": "s2:p-prior"}
+    # keywords, one rerank window (8 candidates ≤ 20), judge
+    assert [r.entry.get("outcome") for r in check.replies] == ["valid"] * 3
+
+
+def test_a_failed_search_ends_the_decision_as_an_error_never_a_verdict(tmp_path, s2):
+    s2.add_fault("Pooling Molecules", "500")
+    with MockLLM(answer=scripted()) as llm:
+        check = decide(tmp_path, llm.base_url, s2.base_url, rerank="none")
+    assert (check.outcome, check.choice, check.error_reason) == ("error", None, "search: HTTP 500")
+    assert len(check.replies) == 1  # the keywords turn only: no judge was asked
