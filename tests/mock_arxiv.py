@@ -8,12 +8,14 @@ does; a search_query without a field prefix gets arXiv's error entry (HTTP 200, 
 `http://arxiv.org/api/errors#...`).
 
 Faults: `mock.add_fault("molecules", "429", times=1, retry_after=0.01)` (also "500", "503", "malformed",
-"drop": the connection closed without an answer); `times` counts per distinct search_query. Every request is
+"drop": the connection closed without an answer, "hang": an answer only after 5 s, "rejected": arXiv's error
+entry); `times` counts per distinct search_query. Every request is
 recorded (path, query parameters, headers, monotonic time).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import Counter
@@ -146,8 +148,10 @@ class MockArxiv(LoopbackServer):
                 assert request.transport is not None
                 request.transport.abort()  # the client sees the connection close without an answer
                 return web.Response()
+            if fault.kind == "hang":
+                await asyncio.sleep(5)
         atom = "application/atom+xml"
-        if ":" not in query:
+        if ":" not in query or (fault is not None and fault.kind == "rejected"):
             return web.Response(text=ERROR_FEED, content_type=atom)
         with self._lock:
             entries = next((e for m, e in reversed(self.scripts) if m in query), None)
