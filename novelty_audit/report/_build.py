@@ -16,6 +16,7 @@ import orjson
 from ..artifacts import atomic_write_bytes
 from ..config import PROBE_SUFFIX, ReportParams, probe_dataset
 from . import _charts
+from ._agents import AGENTS_ID, agent_blocks
 from ._blocks import Block, Figure, Heading, Link, Para, Raw, Section, Span, Table, render_html, render_markdown
 from ._instability import INSTABILITY_ID, instability_blocks
 from ._sources import ReportSources
@@ -758,6 +759,8 @@ def build_report(sources: ReportSources, params: ReportParams) -> Report:
     blocks += [Heading(2, "cost-section", "Accuracy vs cost"),
                figure("cost", "Accuracy vs cost", "accuracy_cost", (lambda: _charts.cost_chart(cost)) if cost else None,
                       "no judge in this run has a cost (controls, distance judges and local models are free)", cost_note)]
+    agents = agent_blocks(sources, _cell)  # search agents: grounding and effort per decision, published rows
+    blocks += agents
 
     table, distance = _nearest(sources, judges, datasets, params)
     blocks += [Heading(2, "nearest", "Distance judges: nearest prior work")]
@@ -799,6 +802,9 @@ def build_report(sources: ReportSources, params: ReportParams) -> Report:
     if sweep_blocks:  # after prompt sensitivity, as in the page
         at = nav.index(("prompts", "prompt sensitivity")) + 1
         nav = [*nav[:at], (INSTABILITY_ID, "instability"), *nav[at:]]
+    if agents:
+        at = nav.index(("cost-section", "cost")) + 1
+        nav = [*nav[:at], (AGENTS_ID, "search agents"), *nav[at:]]
     title = "novelty-audit report"
     return Report(html=render_html(title, _CSS, nav, blocks, plots), markdown=render_markdown(title, blocks),
                   plots=dict(sorted(plots.items())))
