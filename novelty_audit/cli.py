@@ -300,8 +300,8 @@ def flips(
 def export(
     what: Annotated[str, typer.Argument(help="verdicts (one judge's pairwise verdicts) | gold (every pair's gold idea) | "
                                               "adjudications (the decided audit changes, a reference for `quality`) | "
-                                              "table (a paper table: `export table metrics|sweeps --format latex|csv|markdown`)")],
-    kind: Annotated[Optional[str], typer.Argument(help="table only: metrics | sweeps")] = None,
+                                              "table (a paper table: `export table metrics|sweeps|probe --format latex|csv|markdown`)")],
+    kind: Annotated[Optional[str], typer.Argument(help="table only: metrics | sweeps | probe (the probe's figures are in metrics.json)")] = None,
     judge: Annotated[Optional[str], typer.Option("--judge", help="the judge (params.yaml judge.judges name); verdicts only")] = None,
     dataset: Annotated[Optional[str], typer.Option("--dataset", help="one dataset (ids are then pair ids; else <dataset>/<pair id>)")] = None,
     fmt: Annotated[Optional[str], typer.Option("--format", help="csv | jsonl (default: from --out, else csv); table: latex (default) | csv | markdown")] = None,
@@ -324,7 +324,7 @@ def export(
         if kind not in TABLE_KINDS:
             raise BadInputError(f"export table {kind or ''}: expected one of {', '.join(TABLE_KINDS)}", hint="e.g. novelty-audit export table metrics --format latex")
         p = load_checked_params(params)
-        src = Path(p.store.artifacts) / "metrics" / f"{kind}.json"
+        src = Path(p.store.artifacts) / "metrics" / ("metrics.json" if kind == "probe" else f"{kind}.json")
         if not src.is_file():
             raise BadInputError(f"{src}: not found", hint="run the metrics stage first (novelty-audit stage metrics)")
         check_published_file(src, Store(p.store.root))

@@ -1,8 +1,10 @@
 """Tables for papers from metrics.json and sweeps.json: LaTeX (a plain `tabular`), CSV or Markdown.
 
 One rounding rule everywhere (`fmt_value`): shares, deltas and p-values to 3 decimals, counts as integers, an
-interval as `[low, high]` after its value; a value metrics.json leaves out (undefined) is `–`. The caption names
-the run id and the pinned datasets (name and sha256 prefix), so a table in a paper says which data it is.
+interval as `[low, high]` after its value (the bootstrap interval, else the Wilson one: the probe's rates have only
+Wilson intervals); a value metrics.json leaves out (undefined) is `–`. The caption names the run id, the interval
+method and the pinned datasets (name and sha256 prefix; a probe dataset names the split it was derived from), so
+a table in a paper says which data it is.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import PROBE_SUFFIX
 from ..errors import BadInputError
 
 __all__ = ["TABLE_FORMATS", "TABLE_KINDS", "PaperTable", "fmt_value", "paper_table", "render_table"]
 
-TABLE_KINDS = ("metrics", "sweeps")
+TABLE_KINDS = ("metrics", "sweeps", "probe")
 TABLE_FORMATS = ("latex", "csv", "markdown")
 DIGITS = 3
 MISSING = "–"
@@ -25,10 +28,16 @@ MISSING = "–"
 _METRICS_COLUMNS = (("n_pairs", False), ("strict_accuracy", True), ("tie_rate", True), ("order_flip_rate", True), ("coverage", True))
 _SWEEP_COLUMNS = (("n_items", False), ("delta_strict_accuracy", True), ("mcnemar_p", False), ("mcnemar_p_holm", False),
                   ("disagreement_rate", True), ("tie_rate", False), ("delta_tie_rate", True), ("delta_order_flip_rate", False))  # fmt: skip
+_PROBE_COLUMNS = (("n_probes", False), ("n_eligible", False), ("n_no_verdict", False), ("attack_success_rate", True),
+                  *((f"attack_success_rate_{f}", True) for f in ("instruction", "authority", "claim", "format")),
+                  ("length_control_rate", True))  # fmt: skip
+_WHAT = {"metrics": ("Judge metrics", "bootstrap intervals"), "sweeps": ("Sweep variants against their base", "paired bootstrap intervals"),
+         "probe": ("Injection probe: attack success per judge", "Wilson intervals")}  # fmt: skip
 
 
 def fmt_value(d: Mapping[str, Any], name: str, interval: bool) -> str:
-    """`name` of `d` under the one rounding rule, with its bootstrap interval (`name_ci_low/high`) when asked."""
+    """`name` of `d` under the one rounding rule, with its interval when asked: the bootstrap one (`name_ci_low/high`),
+    else the Wilson one (`name_wilson_low/high`)."""
     v = d.get(name)
     if v is None:
         return MISSING
@@ -36,6 +45,8 @@ def fmt_value(d: Mapping[str, Any], name: str, interval: bool) -> str:
         return str(v)
     text = f"{float(v):.{DIGITS}f}"
     lo, hi = d.get(f"{name}_ci_low"), d.get(f"{name}_ci_high")
+    if lo is None or hi is None:
+        lo, hi = d.get(f"{name}_wilson_low"), d.get(f"{name}_wilson_high")
     if interval and lo is not None and hi is not None:
         text += f" [{float(lo):.{DIGITS}f}, {float(hi):.{DIGITS}f}]"
     return text
@@ -50,28 +61,43 @@ class PaperTable:
     caption: str
 
 
+def _pin(ds: str, pins: Mapping[str, str | None]) -> str:
+    if ds.endswith(PROBE_SUFFIX):  # derived by the probe stage from a pinned split: name that split's pin
+        split = ds[: -len(PROBE_SUFFIX)]
+        return f"{ds} (from {split} {(pins.get(split) or 'unpinned')[:12]})"
+    return f"{ds} ({(pins.get(ds) or 'unpinned')[:12]})"
+
+
 def paper_table(kind: str, data: Mapping[str, Any], *, run_id: str | None, pins: Mapping[str, str | None]) -> PaperTable:
-    """The rows of metrics.json (`kind` metrics: one row per dataset and judge) or sweeps.json (`sweeps`: one row
-    per dataset, sweep and variant); `pins`: dataset → sha256 (or revision) for the caption."""
+    """The rows of metrics.json (`kind` metrics: one row per dataset and judge; `probe`: one row per probe dataset
+    and judge, attack success by family) or sweeps.json (`sweeps`: one row per dataset, sweep and variant); `pins`:
+    dataset → sha256 (or revision) for the caption. A table without rows is an error naming what is missing."""
     if kind not in TABLE_KINDS:
         raise BadInputError(f"export table {kind}: expected one of {', '.join(TABLE_KINDS)}")
     rows: list[list[str]] = []
-    if kind == "metrics":
-        header = ["dataset", "judge", *(c for c, _ in _METRICS_COLUMNS)]
+    if kind in ("metrics", "probe"):
+        columns, has = (_METRICS_COLUMNS, "n_pairs") if kind == "metrics" else (_PROBE_COLUMNS, "n_probes")
+        header = ["dataset", "judge", *(c for c, _ in columns)]
         for ds, judges in sorted(data.items()):
+            if ds.endswith(PROBE_SUFFIX) != (kind == "probe"):
+                continue
             for judge, m in sorted(judges.items()):
-                if "n_pairs" in m:  # pairwise judges (NovBench generators have their own figures)
-                    rows.append([ds, judge, *(fmt_value(m, c, ci) for c, ci in _METRICS_COLUMNS)])
+                if has in m:  # pairwise judges (NovBench generators have their own figures); probe: judges that saw probes
+                    rows.append([ds, judge, *(fmt_value(m, c, ci) for c, ci in columns)])
     else:
         header = ["dataset", "variant", *(c for c, _ in _SWEEP_COLUMNS)]
         for ds, sweeps in sorted(data.items()):
             for _, variants in sorted(sweeps.items()):
                 for vid, m in sorted((k, v) for k, v in variants.items() if k != "_sweep"):
                     rows.append([ds, vid, *(fmt_value(m, c, ci) for c, ci in _SWEEP_COLUMNS)])
+    if not rows:
+        where = {"metrics": "no pairwise judge in metrics.json", "sweeps": "sweeps.json holds no sweep (params.yaml judge.sweeps)",
+                 "probe": "metrics.json holds no probe dataset (params.yaml judge.probe_datasets)"}[kind]  # fmt: skip
+        raise BadInputError(f"export table {kind}: nothing to tabulate: {where}")
     datasets = sorted({r[0] for r in rows})
-    pinned = ", ".join(f"{ds} ({(pins.get(ds) or 'unpinned')[:12]})" for ds in datasets) or "none"
-    what = "Judge metrics" if kind == "metrics" else "Sweep variants against their base"
-    caption = (f"{what}, values with {DIGITS}-decimal rounding and bootstrap intervals [low, high]; "
+    pinned = ", ".join(_pin(ds, pins) for ds in datasets)
+    what, intervals = _WHAT[kind]
+    caption = (f"{what}, values with {DIGITS}-decimal rounding and {intervals} [low, high]; "
                f"run {run_id or 'not recorded'}; datasets: {pinned}.")
     return PaperTable(header, rows, caption)
 

@@ -190,7 +190,9 @@ def test_export_table_latex_is_a_well_formed_tabular_whose_values_match_metrics_
     out = project / "sweeps.csv"
     code, _, _ = run_main("export", "table", "sweeps", "--format", "csv", "--out", str(out))
     assert code == 0 and len(out.read_text().splitlines()) == len(body) + 1
-    code, _, err = run_main("export", "table", "probe", "--format", "latex")
-    assert code == 2 and "expected one of metrics, sweeps" in err
+    code, _, err = run_main("export", "table", "pairs", "--format", "latex")
+    assert code == 2 and "expected one of metrics, sweeps, probe" in err
+    code, _, err = run_main("export", "table", "probe", "--format", "latex")  # this run judged no probe dataset
+    assert code == 2 and "metrics.json holds no probe dataset" in err
     code, _, err = run_main("export", "table", "metrics", "--format", "docx")
     assert code == 2 and "latex, csv, markdown" in err
