@@ -277,9 +277,10 @@ def _label(atom: list[Any], ds: str, view: _View, corpus: Mapping[tuple[str, str
     if kind == "threshold":
         return f"{atom[1]}: the pointwise threshold of {atom[2]} moved"
     if kind == "docs":
-        keys = {tuple(k) for k in atom[2]}
-        titles = sorted({d.title for d in docs if (d.doc_id, d.digest or "") in keys and d.movement == atom[1]})
-        return f"{atom[1]}: " + "; ".join(f'"{t}"' for t in titles)
+        keys = {tuple(k) for k in atom[2]}  # search agents' keys carry the query (_explain._atoms)
+        names = sorted({f'"{d.title}"' + (f' (search "{d.query}")' if d.query else "") for d in docs
+                        if (d.doc_id, d.digest or "", *([d.query] if d.query else [])) in keys and d.movement == atom[1]})
+        return f"{atom[1]}: " + "; ".join(names)
     return "moved: " + (", ".join(atom[1]) or "evidence")
 
 

@@ -6,6 +6,11 @@ density, the corpus digest and size, the embedder id and, pointwise, the thresho
 module names what decided the change — a document in or out, a neighbour whose density moved and the share of the
 score it moved, kept neighbours' similarities (a refitted TF-IDF), the threshold, a text edit — and the cause it
 groups under (`atoms`): one edited idea, one corpus change, the judged subset.
+
+Search agents (judges/agents) list each paper once per query whose results held it, with that `query`: an entry is
+then one paper in one query's results, so a paper that entered the results of one query is named with that query
+(and a query the agent asked on one side only is said to be new or no longer asked). Rows without `query` (every
+other judge, and agent rows written before it existed) read as before.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ _BELOW_SHOWN = 0.5 * 10**-SHOWN
 _MOVED_SHOWN = 5
 """Kept neighbours listed per slot when only their similarities moved (largest moves first)."""
 
-Key = tuple[str, str]
-"""(doc_id, digest): one version of one document."""
+Key = tuple[str, str, str]
+"""(doc_id, digest, query): one version of one document, in one query's results ("" for judges that do not search)."""
 Lookup = Callable[[str, str], str | None]
 """(doc_id, digest) → the document's abstract, or None when no corpus file holds that very text."""
 
@@ -66,7 +71,7 @@ def read_slots(row: Mapping[str, Any] | None) -> dict[str, SlotEvidence]:
         slot = str(d.get("slot"))
         n, dr, sc = by.setdefault(slot, ({}, {}, []))
         role = d.get("role")
-        key = (str(d.get("doc_id")), str(d.get("digest")))
+        key = (str(d.get("doc_id")), str(d.get("digest")), str(d.get("query") or ""))
         if role == "dropped":
             dr[key] = d
         elif role == "score":
@@ -148,7 +153,10 @@ class _Slot:
         self._rnd()
 
     def _abstract(self, key: Key) -> str | None:
-        return self.lookup(*key) if self.lookup is not None else None
+        return self.lookup(key[0], key[1]) if self.lookup is not None else None
+
+    def _queries(self, ev: SlotEvidence) -> set[str]:
+        return {k[2] for k in ev.neighbours if k[2]}
 
     def _rnd(self) -> None:
         """RND: each ranked neighbour's share of the score on each side (needs the densities the judge recorded)."""
@@ -180,7 +188,7 @@ class _Slot:
                 similarity_before=d.get("similarity") if side == "before" else None,
                 similarity_after=d.get("similarity") if side == "after" else None,
                 density_before=d.get("density") if side == "before" else None,
-                density_after=d.get("density") if side == "after" else None, abstract=self._abstract(k),
+                density_after=d.get("density") if side == "after" else None, abstract=self._abstract(k), query=k[2] or None,
             ))  # fmt: skip
         # Kept neighbours: those whose density moved their share of an RND score; when nothing entered or left,
         # those whose similarity or rank moved (a refitted embedder), largest moves first.
@@ -201,6 +209,7 @@ class _Slot:
                 year=d.get("year"), source=d.get("source"), rank_before=o.get("rank"), rank_after=d.get("rank"),
                 similarity_before=o.get("similarity"), similarity_after=d.get("similarity"),
                 density_before=o.get("density"), density_after=d.get("density"), abstract=self._abstract(k),
+                query=k[2] or None,
             ))  # fmt: skip
         return out
 
@@ -219,6 +228,17 @@ class _Slot:
             ))  # fmt: skip
         return out
 
+    def _search_text(self, k: Key, d: Mapping[str, Any], entered: bool, where: str) -> str:
+        """A paper in or out of one search's results, said with the query (and whether the query itself is new)."""
+        q = k[2]
+        source = f"{d.get('source')} " if d.get("source") else ""
+        asked_before, asked_after = q in self._queries(self.b), q in self._queries(self.a)
+        if entered:
+            how = "was returned by" if asked_before else "was returned by the new"
+        else:
+            how = "is no longer returned by" if asked_after else "left with the no longer asked"
+        return f"{_doc_name(d)} {how} {source}search \"{q}\" for {self.name} ({where})"
+
     def items(self) -> list[Decisive]:
         """The reasons this slot's score moved, in words (may be empty: nothing recorded moved)."""
         out: list[Decisive] = []
@@ -228,8 +248,11 @@ class _Slot:
             entered = k in self.a.neighbours
             d = (self.a if entered else self.b).neighbours[k]
             where = f"at rank {d.get('rank')}" + (f", similarity {_num(d.get('similarity'))}" if d.get("similarity") is not None else "")
-            text = f"{_doc_name(d)} {'entered' if entered else 'left'} {self.name}'s neighbours ({where})"
-            if entered and d.get("rank") == 0:
+            if k[2]:
+                text = self._search_text(k, d, entered, where)
+            else:
+                text = f"{_doc_name(d)} {'entered' if entered else 'left'} {self.name}'s neighbours ({where})"
+            if entered and d.get("rank") == 0 and not k[2]:
                 text += f"; it is now the nearest prior work of {self.name}"
             if not entered and k in self.a.dropped:
                 dr = self.a.dropped[k]
@@ -239,7 +262,7 @@ class _Slot:
             out.append(Decisive(kind="document", slot=self.slot, text=text, doc_id=k[0], title=str(d.get("title") or k[0]),
                                 year=d.get("year"), before=None if entered else d.get("similarity"),
                                 after=d.get("similarity") if entered else None, effect=self.effects.get(k),
-                                abstract=self._abstract(k)))
+                                abstract=self._abstract(k), query=k[2] or None))
         dxb, dxa = (self.b.score or {}).get("density"), (self.a.score or {}).get("density")
         for k in self.kept:
             if k not in self.effects:
@@ -298,7 +321,7 @@ def explain(
     slots = {s: _Slot(s, view.names.get(s, s), sb.get(s, SlotEvidence()), sa.get(s, SlotEvidence()), prefer or set(), lookup)
              for s in sorted(set(sb) | set(sa) | set(view.slots))}
     docs = sorted((m for s in slots.values() for m in s.moves()),
-                  key=lambda m: (m.slot, ["entered", "left", "moved"].index(m.movement),
+                  key=lambda m: (m.slot, ["entered", "left", "moved"].index(m.movement), m.query or "",
                                  m.rank_after if m.rank_after is not None else m.rank_before or 0))
     dropped = [m for s in slots.values() for m in s.dropped()]
     moved = {s: view.scores_before.get(s) != view.scores_after.get(s) for s in view.slots}
@@ -421,8 +444,9 @@ def _atoms(view: RowView, slots: dict[str, _Slot], chosen: list[str], by_thresho
     if by_threshold and threshold_atoms is not None:
         atoms.extend(threshold_atoms())
     if not atoms:
-        entered = sorted({(d.doc_id, d.digest or "") for d in docs if d.movement == "entered"})
-        left = sorted({(d.doc_id, d.digest or "") for d in docs if d.movement == "left"})
+        # The query joins the atom only for search agents, so other judges' group ids hold.
+        entered = sorted({(d.doc_id, d.digest or "", *([d.query] if d.query else [])) for d in docs if d.movement == "entered"})
+        left = sorted({(d.doc_id, d.digest or "", *([d.query] if d.query else [])) for d in docs if d.movement == "left"})
         if entered or left:
             atoms.append(["docs", "entered" if entered else "left", [list(k) for k in entered or left]])
     if not atoms:
@@ -492,7 +516,7 @@ def _corpus_change(cb: str, ca: str, judges: list[str], stable: list[str], parse
         for slot in set(eb) | set(ea):
             b, a = eb.get(slot, SlotEvidence()), ea.get(slot, SlotEvidence())
             for i, ev in enumerate((b, a)):
-                for (doc_id, dg), d in [*ev.neighbours.items(), *ev.dropped.items()]:
+                for (doc_id, dg, _q), d in [*ev.neighbours.items(), *ev.dropped.items()]:
                     listed[i].setdefault(doc_id, {})[dg] = d
             if both and (not stable or judge in stable):
                 for k in (a.neighbours.keys() - b.neighbours.keys()) | (a.dropped.keys() - b.dropped.keys()):
@@ -522,13 +546,13 @@ def _corpus_change(cb: str, ca: str, judges: list[str], stable: list[str], parse
         kept: dict[str, int] = {}
         for judge, eb, ea, ideas, _ in parsed:
             for slot, ev in (ea if side == 1 else eb).items():
-                for (doc_id, g), e in ev.dropped.items():
+                for (doc_id, g, _q), e in ev.dropped.items():
                     if doc_id == i and g == dg:
                         got = drops.setdefault((judge, str(e.get("reason"))), ([], None))
                         sim = e.get("similarity")
                         best = got[1] if sim is None or (got[1] is not None and got[1] >= sim) else sim
                         drops[(judge, str(e.get("reason")))] = (sorted({*got[0], ideas.get(slot, slot)}), best)
-                if any(k == (i, dg) for k in ev.neighbours):
+                if any(k[:2] == (i, dg) for k in ev.neighbours):
                     kept[judge] = kept.get(judge, 0) + 1
         return CorpusDoc(
             doc_id=i, title=str(d.get("title") or i), year=d.get("year"), digest=dg or None,

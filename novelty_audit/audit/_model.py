@@ -102,6 +102,13 @@ class DocMove(_Frozen):
     """sha256 of the document's text (title + abstract) as the judge saw it, on the side shown."""
     abstract: str | None = None
     """The document's abstract, when the corpus file still holds this very text (matched by its digest)."""
+    query: str | None = None
+    """Search agents: the query whose results it entered or left (the same paper found by two queries is two
+    entries); None for judges that do not search."""
+
+    def public(self) -> dict[str, Any]:
+        # `query` only where a judge searched, so other judges' audit.json keeps its bytes
+        return self.model_dump(exclude={"query"} if self.query is None else None)
 
 
 class Decisive(_Frozen):
@@ -121,6 +128,8 @@ class Decisive(_Frozen):
     effect: float | None = None
     """The score change it caused (RND: its share of the rank percentile), when it can be computed."""
     abstract: str | None = None
+    query: str | None = None
+    """Search agents: the query whose results the document entered or left."""
 
     def public(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
@@ -149,9 +158,9 @@ class Evidence(_Frozen):
 
     def public(self) -> dict[str, Any]:
         return {
-            "docs": [d.model_dump() for d in self.docs],
+            "docs": [d.public() for d in self.docs],
             "decisive": [d.public() for d in self.decisive],
-            "dropped": [d.model_dump() for d in self.dropped],
+            "dropped": [d.public() for d in self.dropped],
             "text_diffs": [t.model_dump() for t in self.text_diffs],
         }
 

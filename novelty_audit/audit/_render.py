@@ -132,7 +132,8 @@ def _change_block(ch: Change) -> list[str]:
             verb = "moved in" if d.movement == "moved" else d.movement
             density = "" if d.density_before is None and d.density_after is None else \
                 f", density {_score(d.density_before)} → {_score(d.density_after)}"
-            lines.append(f"- {tag}\"{t(d.title)}\" ({d.year or 'n.d.'}) {verb} {d.slot}'s evidence "
+            found = f" (search \"{t(d.query)}\")" if d.query is not None else ""
+            lines.append(f"- {tag}\"{t(d.title)}\" ({d.year or 'n.d.'}) {verb} {d.slot}'s evidence{found} "
                          f"(rank {rank}, similarity {_sim(d)}{density}; {t(d.source or 'source n/a')}, id {t(d.doc_id)})")
         for d in ch.evidence.dropped:
             when = {"entered": "now", "left": "no longer", "kept": "still"}[d.movement]
