@@ -53,11 +53,11 @@ def _variant_row(vid: str, d: Mapping[str, Any], cell: Callable[[dict[str, Any],
             _delta_cell(d, "delta_order_flip_rate", cell), str(d.get("n_items", 0))]
 
 
-def _spread_text(summary: Mapping[str, Any]) -> str:
+def _spread_text(summary: Mapping[str, Any], where: str) -> str:
     parts = [f"across the {knob} knob {float(summary[f'{knob}_spread']):.3f} ({summary[f'{knob}_spread_n_variants']} "
              f"variants, {summary[f'{knob}_spread_n_items']} items judged by all)"
              for knob in ("prompt", "model") if summary.get(f"{knob}_spread") is not None]
-    return ("Spread of strict accuracy (largest max − min with the other knobs fixed): " + "; ".join(parts) + "."
+    return (f"Spread of strict accuracy in {where} (largest max − min with the other knobs fixed): " + "; ".join(parts) + "."
             if parts else "")
 
 
@@ -100,9 +100,9 @@ def _sweep_blocks(ds: str, sweep: str, rows: Mapping[str, Any], base: Mapping[st
         figure(f"sweep-disagreement-{slug}", f"Disagreement between the judges of {sweep} on {ds}",
                f"sweep_disagreement_{slug}", (lambda r=heat, j=judges, v=vmax: _charts.disagreement_chart(r, j, v)) if heat else None,
                "no two judges of the sweep share an item",
-               f"Share of the items both judged on which the two verdicts differ; colour scale 0–{vmax:.2f}"),
+               f"Colour scale of {sweep} on {ds}: 0–{vmax:.2f}"),
     ]
-    spread = _spread_text(summary)
+    spread = _spread_text(summary, f"{sweep} on {ds}")
     if spread:
         blocks.append(Para(spread))
     return blocks

@@ -6,6 +6,8 @@ section without sweeps. Values are odd on purpose: the report shows exactly thes
 from __future__ import annotations
 
 import base64
+import copy
+import re
 
 import pytest
 from report_world import PUBLISHED, write_upstream
@@ -40,6 +42,9 @@ SWEEPS = {
 }
 
 
+SWEEPS["human-plus-generated"] = copy.deepcopy(SWEEPS["human-only"])  # the same figures twice: no sentence may repeat
+
+
 def _build(tmp_path, sweeps):
     dirs = write_upstream(tmp_path / "artifacts")
     if sweeps is not None:
@@ -70,7 +75,15 @@ def test_each_variant_is_a_row_against_its_base_with_ties_in_columns_of_their_ow
     assert p3["Δ order flip rate"] == "+0.330" and p3["items"] == "154"
     assert rows[2]["Δ order flip rate"] == "—"  # not in sweeps.json: shown as missing, not as 0
     assert rows[0]["strict accuracy"] == "0.934 [0.884, 0.985]" and rows[0]["tie rate"] == "0.020"  # the base, from metrics.json
-    assert "Spread of strict accuracy" in rep.html and "across the prompt knob 0.525 (2 variants, 154 items judged by all)" in rep.html
+    assert "Spread of strict accuracy in prompts on human-only" in rep.html
+    assert "across the prompt knob 0.525 (2 variants, 154 items judged by all)" in rep.html
+
+
+def test_two_sweeps_with_the_same_figures_say_no_sentence_twice(swept):
+    _, page = swept
+    assert "sweep-table-human-plus-generated-prompts" in page.tables
+    sentences = [s.strip() for text in page.sentences_in for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+    assert not {s for s in sentences if sentences.count(s) > 1}
 
 
 def test_the_datasets_published_rows_follow_the_measured_ones_labelled_published_not_rerun(swept):
@@ -89,7 +102,7 @@ def _svg(rep, fid: str) -> str:
 
 
 def test_a_forest_plot_of_the_deltas_and_a_disagreement_heatmap_of_every_two_judges_are_embedded(swept):
-    rep, page = swept
+    rep, _ = swept
     forest = _svg(rep, "sweep-forest-human-only-prompts")
     assert P3 in forest and V1 in forest and BASE not in forest  # the base is the zero line, not a row
     heat = _svg(rep, "sweep-disagreement-human-only-prompts")

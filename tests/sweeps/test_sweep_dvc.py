@@ -32,7 +32,7 @@ INHERITING = (BASE, "prompts/votes=1", "prompts/votes=3")
 def _sh(*cmd: str, cwd: Path) -> subprocess.CompletedProcess:
     # The copy's own code runs (PYTHONPATH): the code DVC hashes as deps is the code the stages run.
     env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PYTHONPATH": str(cwd), "MOCK_API_KEY": "sk-test-sweep-dvc"}
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, timeout=1800)
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, timeout=1800, check=False)
 
 
 def _configure(root: Path, mock: MockLLM, base_prompt: str) -> None:
