@@ -8,23 +8,17 @@ does; a search_query without a field prefix gets arXiv's error entry (HTTP 200, 
 `http://arxiv.org/api/errors#...`).
 
 Faults: `mock.add_fault("molecules", "429", times=1, retry_after=0.01)` (also "500", "503", "malformed",
-"drop": the connection closed without an answer, "hang": an answer only after 5 s, "rejected": arXiv's error
-entry); `times` counts per distinct search_query. Every request is
-recorded (path, query parameters, headers, monotonic time).
+"drop", "hang": tests/mock_search.py; and "rejected": arXiv's error entry); `times` counts per distinct
+search_query. Every request is recorded (path, query parameters, headers, monotonic time).
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import time
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape
 
 from aiohttp import web
-from mock_llm import LoopbackServer, free_port
+from mock_search import ScriptedSearchAPI
 
 __all__ = ["MockArxiv", "entry"]
 
@@ -72,94 +66,16 @@ ERROR_FEED = feed([], 1, 0).replace(
 )
 
 
-@dataclass
-class Fault:
-    match: str
-    kind: str
-    times: int | None
-    retry_after: float | None
-    seen: Counter = field(default_factory=Counter)
-
-
-@dataclass
-class Recorded:
-    path: str
-    params: dict[str, str]
-    headers: dict[str, str]
-    at: float
-    """time.monotonic() when the request arrived."""
-
-
-class MockArxiv(LoopbackServer):
+class MockArxiv(ScriptedSearchAPI):
     """`with MockArxiv() as arxiv:`; point a search's `base_url` at `arxiv.base_url`."""
 
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.scripts: list[tuple[str, list[dict[str, Any]]]] = []
-        self.faults: list[Fault] = []
-        self.requests: list[Recorded] = []
-        self._lock = threading.Lock()
+    root, route, query_param = "/api", "/query", "search_query"
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/api"
-
-    @property
-    def count(self) -> int:
-        return len(self.requests)
-
-    def script(self, match: str, entries: list[dict[str, Any]]) -> None:
-        """Answer search_queries containing `match` with `entries` (replaces an earlier script for the same match)."""
-        with self._lock:
-            self.scripts = [(m, e) for m, e in self.scripts if m != match] + [(match, entries)]
-
-    def reset(self) -> None:
-        """Forget every script, fault and recorded request (a fresh mock on the same port)."""
-        with self._lock:
-            self.scripts, self.faults, self.requests = [], [], []
-
-    def add_fault(self, match: str, kind: str, *, times: int | None = None, retry_after: float | None = None) -> None:
-        with self._lock:
-            self.faults.append(Fault(match, kind, times, retry_after))
-
-    def _fault(self, query: str) -> Fault | None:
-        with self._lock:
-            for f in self.faults:
-                if f.match in query and (f.times is None or f.seen[query] < f.times):
-                    f.seen[query] += 1
-                    return f
-        return None
-
-    async def _query(self, request: web.Request) -> web.Response:
-        params = dict(request.query)
-        with self._lock:
-            self.requests.append(Recorded(request.path, params, {k.lower(): v for k, v in request.headers.items()}, time.monotonic()))
-        query = params.get("search_query", "")
-        fault = self._fault(query)
-        if fault is not None:
-            if fault.kind == "429":
-                headers = {"retry-after": str(fault.retry_after)} if fault.retry_after is not None else {}
-                return web.Response(text="Rate exceeded.", status=429, headers=headers)
-            if fault.kind in ("500", "503"):
-                return web.Response(text="error", status=int(fault.kind))
-            if fault.kind == "malformed":
-                return web.Response(text="<html>bad gateway</html>", content_type="text/html")
-            if fault.kind == "drop":
-                assert request.transport is not None
-                request.transport.abort()  # the client sees the connection close without an answer
-                return web.Response()
-            if fault.kind == "hang":
-                await asyncio.sleep(5)
+    def answer(self, params: dict[str, str], query: str, fault: str | None) -> web.StreamResponse:
         atom = "application/atom+xml"
-        if ":" not in query or (fault is not None and fault.kind == "rejected"):
+        if ":" not in query or fault == "rejected":
             return web.Response(text=ERROR_FEED, content_type=atom)
-        with self._lock:
-            entries = next((e for m, e in reversed(self.scripts) if m in query), None)
-        entries = list(default_entries(query) if entries is None else entries)
+        entries = self.scripted(query)
+        entries = default_entries(query) if entries is None else entries
         start, size = int(params.get("start", "0")), int(params.get("max_results", "10"))
         return web.Response(text=feed(entries[start : start + size], len(entries), start), content_type=atom)
-
-    def _app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_get("/api/query", self._query)
-        return app

@@ -18,20 +18,28 @@ variable `api_key_env` and sent as `x-api-key`; it is never stored.
 from __future__ import annotations
 
 import logging
-import os
-import random
 import threading
-import time
 from collections import Counter
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from ..artifacts import digest_bytes, digest_obj
 from ..config import Frozen
-from ..errors import ConfigError, NoveltyAuditError
+from ..errors import NoveltyAuditError
+from ..search import (
+    CutoffDate,
+    RateLimiter,
+    ResponseCache,
+    api_key_headers,
+    fetch,
+    key_refused,
+    s2_data,
+    within_cutoff,
+)
 
 __all__ = ["S2_SOURCE", "RetrievalError", "S2Args", "S2Retriever"]
 
@@ -66,7 +74,7 @@ class S2Args(Frozen):
     """Results requested per search (the filters may drop some; the API allows up to 100)."""
     max_chars: int = 600
     """Abstract length shown (characters)."""
-    cutoff: str | None = None
+    cutoff: CutoffDate = None
     """YYYY-MM-DD: papers published after it are dropped (and not requested: `publicationDateOrYear=:cutoff`).
     A paper with only a year counts as published on Dec 31 of that year; one with neither is dropped."""
     api_key_env: str | None = "S2_API_KEY"
@@ -85,41 +93,20 @@ class S2Args(Frozen):
     """Re-query every search and replace the cached response (run the stage with --force): a drift check
     of the literature. Not part of the judge config."""
 
-    @field_validator("cutoff")
-    @classmethod
-    def _date(cls, v: str | None) -> str | None:
-        if v is not None and not _valid_date(v):
-            raise ValueError(f"cutoff {v!r} is not a date YYYY-MM-DD")
-        return v
-
-
-def _cutoff_ok(paper: dict[str, Any], cutoff: str | None) -> bool:
-    if cutoff is None:
-        return True
-    date = paper.get("publicationDate")
-    if isinstance(date, str) and len(date) >= 4:
-        return date[:10] <= cutoff
-    year = paper.get("year")
-    return isinstance(year, int) and f"{year}-12-31" <= cutoff
-
 
 class S2Retriever:
     """Semantic Scholar search results per idea, with the blocks, evidence parts and documents a judge uses."""
 
     def __init__(self, args: S2Args, cache_root: str | Path, *, refresh: bool = False):
-        import httpx
-
-        from ..llm import CallCache, endpoint_id
+        from ..llm import endpoint_id
 
         self.args = args
         self.endpoint = endpoint_id(S2_SOURCE, args.base_url)
-        self.cache = CallCache(Path(cache_root) / "s2")
         self.refresh = refresh or args.refresh
-        self._httpx = httpx
+        self.responses = ResponseCache(Path(cache_root) / "s2", self.endpoint, refresh=self.refresh)
         self._client: Any = None
         self._lock = threading.Lock()
-        self._next_request = 0.0
-        self._refreshed: set[str] = set()
+        self._limiter = RateLimiter()
         self._docs: dict[str, list[dict[str, Any]]] = {}
         self._facts: Counter[str] = Counter()
 
@@ -153,7 +140,7 @@ class S2Retriever:
             if normalize_title(title) == own:
                 self._facts["dropped_own_paper"] += 1
                 continue
-            if not _cutoff_ok(paper, self.args.cutoff):
+            if not within_cutoff(paper.get("publicationDate"), paper.get("year"), self.args.cutoff):
                 self._facts["dropped_after_cutoff"] += 1
                 continue
             abstract = (paper.get("abstract") or "").strip()
@@ -218,98 +205,32 @@ class S2Retriever:
 
     def _search(self, query: str) -> list[dict[str, Any]]:
         params = self._params(query)
-        key = digest_obj({"endpoint": self.endpoint, "path": "/paper/search", "params": params})
-        if not (self.refresh and key not in self._refreshed):
-            entry = self.cache.get(key)
-            if entry is not None:
-                self._facts["cache_hits"] += 1
-                return entry["data"]
+        key = self.responses.key("/paper/search", params)
+        entry = self.responses.get(key)
+        if entry is not None:
+            self._facts["cache_hits"] += 1
+            return entry["data"]
         data = self._fetch(params)
-        self.cache.put(key, {"endpoint": self.endpoint, "path": "/paper/search", "params": params, "data": data})
-        self._refreshed.add(key)
+        self.responses.put(key, "/paper/search", params, data)
         return data
-
-    def _headers(self) -> dict[str, str]:
-        env = self.args.api_key_env
-        key = os.environ.get(env) if env else None
-        return {"x-api-key": key} if key else {}
-
-    def _wait_turn(self) -> None:
-        with self._lock:
-            now = time.monotonic()
-            start = max(now, self._next_request)
-            self._next_request = start + 1.0 / self.args.requests_per_second
-        if start > now:
-            time.sleep(start - now)
 
     def _fetch(self, params: dict[str, str]) -> list[dict[str, Any]]:
         a = self.args
-        httpx = self._httpx
         if self._client is None:
+            import httpx
+
             self._client = httpx.Client(timeout=a.timeout_s)
-        url = f"{a.base_url.rstrip('/')}/paper/search"
-        jitter = random.Random(digest_obj(params))  # spreads retries; decides nothing about the result
-        reason = ""
-        for attempt in range(a.max_retries + 1):
-            if attempt:
-                self._facts["retries"] += 1
-            self._wait_turn()
-            retry_after: float | None = None
-            try:
-                resp = self._client.get(url, params=params, headers=self._headers())
-            except httpx.TimeoutException:
-                reason = "timeout"
-            except httpx.TransportError as exc:
-                reason = f"connection error ({type(exc).__name__})"
-            else:
-                if resp.status_code == 200:
-                    data = _papers(resp)
-                    if data is not None:
-                        self._facts["searches"] += 1
-                        return data
-                    reason = "malformed response"
-                elif resp.status_code == 429 or resp.status_code >= 500:
-                    reason = f"HTTP {resp.status_code}"
-                    retry_after = _float(resp.headers.get("retry-after"))
-                elif resp.status_code in (401, 403):
-                    raise ConfigError(
-                        f"Semantic Scholar refused the request (HTTP {resp.status_code})",
-                        hint=f"check the key in {a.api_key_env} (or unset it to search without a key)",
-                    )
-                else:
-                    raise RetrievalError(f"Semantic Scholar search failed: HTTP {resp.status_code} for query {params['query'][:60]!r}")
-            if attempt < a.max_retries:
-                delay = min(a.max_backoff_s, a.backoff_s * 2**attempt) * (0.5 + jitter.random() / 2)
-                time.sleep(max(delay, retry_after or 0.0))
+        got = fetch(
+            self._client, f"{a.base_url.rstrip('/')}/paper/search", params, a, headers=api_key_headers(a.api_key_env),
+            wait_turn=lambda: self._limiter.wait(1.0 / a.requests_per_second), parse=s2_data, refused=partial(key_refused, what="request", env=a.api_key_env),
+        )  # fmt: skip
+        self._facts["retries"] += got.attempts - 1
+        if got.ok:
+            self._facts["searches"] += 1
+            return got.body
+        if not got.transient:
+            raise RetrievalError(f"Semantic Scholar search failed: {got.failure} for query {params['query'][:60]!r}")
         raise RetrievalError(
-            f"Semantic Scholar search failed after {a.max_retries + 1} attempts ({reason}) for query {params['query'][:60]!r}",
+            f"Semantic Scholar search failed after {got.attempts} attempts ({got.failure}) for query {params['query'][:60]!r}",
             hint="responses received so far are cached: run the stage again later (or raise retrieval.max_retries)",
         )
-
-
-def _papers(resp: Any) -> list[dict[str, Any]] | None:
-    try:
-        body = resp.json()
-    except ValueError:
-        return None
-    data = body.get("data", []) if isinstance(body, dict) else None
-    if not isinstance(data, list) or not all(isinstance(p, dict) for p in data):
-        return None
-    return data
-
-
-def _float(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _valid_date(text: str) -> bool:
-    import datetime as dt
-
-    try:
-        dt.date.fromisoformat(text)
-    except ValueError:
-        return False
-    return len(text) == 10

@@ -13,7 +13,7 @@ timeouts and dropped connections are retried with backoff (Retry-After honoured)
 """
 
 from ._args import ArxivSearchArgs, S2SearchArgs, SearchArgs
-from ._http import Fetched, RateLimiter, ResponseCache, fetch, process_limiter, valid_date, within_cutoff
+from ._http import CutoffDate, Fetched, RateLimiter, ResponseCache, api_key_headers, fetch, key_refused, process_limiter, within_cutoff
 from ._search import Search, make_search, same_title
 from ._sources import s2_data
 from ._types import NO_PAPERS, Paper, SearchResult
@@ -21,6 +21,7 @@ from ._types import NO_PAPERS, Paper, SearchResult
 __all__ = [
     "NO_PAPERS",
     "ArxivSearchArgs",
+    "CutoffDate",
     "Fetched",
     "Paper",
     "RateLimiter",
@@ -29,11 +30,12 @@ __all__ = [
     "Search",
     "SearchArgs",
     "SearchResult",
+    "api_key_headers",
     "fetch",
+    "key_refused",
     "make_search",
     "process_limiter",
     "s2_data",
     "same_title",
-    "valid_date",
     "within_cutoff",
 ]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from ..config import Frozen
-from ._http import valid_date
+from ._http import CutoffDate
 
 __all__ = ["ArxivSearchArgs", "S2SearchArgs", "SearchArgs"]
 
@@ -15,7 +15,7 @@ __all__ = ["ArxivSearchArgs", "S2SearchArgs", "SearchArgs"]
 class _Common(Frozen):
     limit: int = Field(default=10, ge=1, le=100)
     """Results requested per query; the filters (cutoff, own paper) may leave fewer. Decides results."""
-    cutoff: str | None = None
+    cutoff: CutoffDate = None
     """YYYY-MM-DD: papers published after it are left out (recorded as excluded). Applied to the cached
     response, so changing it never sends a request. A paper with only a year counts as published on Dec 31."""
     max_retries: int = Field(default=5, ge=0)
@@ -29,13 +29,6 @@ class _Common(Frozen):
     refresh: bool = False
     """Ask every query again and replace the cached response (the old one kept in `history/`): a drift check
     of the literature. Not part of the config that decides results."""
-
-    @field_validator("cutoff")
-    @classmethod
-    def _date(cls, v: str | None) -> str | None:
-        if v is not None and not valid_date(v):
-            raise ValueError(f"cutoff {v!r} is not a date YYYY-MM-DD")
-        return v
 
 
 class S2SearchArgs(_Common):

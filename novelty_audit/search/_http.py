@@ -6,17 +6,24 @@ keys: a response is keyed by digest(endpoint, path, request parameters) — neve
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, Protocol
+from typing import Annotated, Any, NoReturn, Protocol
+
+from pydantic import AfterValidator
 
 from ..artifacts import digest_obj
+from ..errors import ConfigError
 
-__all__ = ["Fetched", "RateLimiter", "ResponseCache", "RetryPolicy", "fetch", "retry_after_seconds", "valid_date", "within_cutoff"]
+__all__ = [
+    "CutoffDate", "Fetched", "RateLimiter", "ResponseCache", "RetryPolicy", "api_key_headers", "fetch", "key_refused",
+    "process_limiter", "retry_after_seconds", "within_cutoff",
+]  # fmt: skip
 
 
 class RetryPolicy(Protocol):
@@ -157,6 +164,20 @@ def fetch(
     return Fetched(None, reason, policy.max_retries + 1, transient=True)
 
 
+def api_key_headers(env: str | None) -> dict[str, str]:
+    """`{x-api-key: <key>}` from the environment variable `env`; none when it is unset or empty (no key)."""
+    key = os.environ.get(env) if env else None
+    return {"x-api-key": key} if key else {}
+
+
+def key_refused(status: int, what: str, env: str | None) -> NoReturn:
+    """A search refused with HTTP 401/403: the key is wrong (a user error, not a failed search)."""
+    raise ConfigError(
+        f"Semantic Scholar refused the {what} (HTTP {status})",
+        hint=f"check the key in {env} (or unset it to search without a key)",
+    )
+
+
 def retry_after_seconds(value: str | None) -> float | None:
     """A Retry-After header given in seconds, else None (an HTTP date falls back to the backoff)."""
     try:
@@ -175,12 +196,20 @@ def within_cutoff(date: Any, year: Any, cutoff: str | None) -> bool:
     return isinstance(year, int) and f"{year}-12-31" <= cutoff
 
 
-def valid_date(text: str) -> bool:
-    """`text` is a calendar date written YYYY-MM-DD."""
+def _cutoff_date(text: str | None) -> str | None:
     import datetime as dt
 
+    if text is None:
+        return None
     try:
         dt.date.fromisoformat(text)
     except ValueError:
-        return False
-    return len(text) == 10
+        pass
+    else:
+        if len(text) == 10:
+            return text
+    raise ValueError(f"cutoff {text!r} is not a date YYYY-MM-DD")
+
+
+CutoffDate = Annotated[str | None, AfterValidator(_cutoff_date)]
+"""A config field holding a cutoff date YYYY-MM-DD (or None); anything else fails when the config loads."""

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import html
-import os
 import re
 import threading
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from ..errors import ConfigError
 from ._args import ArxivSearchArgs, S2SearchArgs
-from ._http import ResponseCache, fetch, process_limiter, within_cutoff
+from ._http import ResponseCache, api_key_headers, fetch, key_refused, process_limiter, within_cutoff
 from ._sources import ARXIV_PATH, S2_FIELDS, S2_PATH, Rejected, arxiv_feed, arxiv_papers, arxiv_params, s2_data, s2_papers, s2_params
 from ._types import Paper, SearchResult
 
@@ -115,9 +114,9 @@ class Search:
                 self._count(cache_hits=1)
                 return entry["data"], None
             got = fetch(
-                self._http(), f"{self.args.base_url.rstrip('/')}{self._path}", params, self.args, headers=self._headers(),
+                self._http(), f"{self.args.base_url.rstrip('/')}{self._path}", params, self.args, headers=api_key_headers(getattr(self.args, "api_key_env", None)),
                 wait_turn=lambda: self._limiter.wait(1.0 / self.args.requests_per_second), parse=self._parse,
-                refused=self._refused if self.source == "semantic-scholar" else None,
+                refused=partial(key_refused, what="search", env=getattr(self.args, "api_key_env", None)) if self.source == "semantic-scholar" else None,
             )  # fmt: skip
             self._count(requests=got.attempts, retries=got.attempts - 1, failures=0 if got.ok else 1)
             if not got.ok:
@@ -136,18 +135,6 @@ class Search:
             if self._client is None:
                 self._client = httpx.Client(timeout=self.args.timeout_s)
             return self._client
-
-    def _headers(self) -> dict[str, str]:
-        env = getattr(self.args, "api_key_env", None)
-        key = os.environ.get(env) if env else None
-        return {"x-api-key": key} if key else {}
-
-    def _refused(self, status: int) -> NoReturn:
-        raise ConfigError(
-            f"Semantic Scholar refused the search (HTTP {status})",
-            hint=f"check the key in {self.args.api_key_env} (or unset it to search without a key)",  # type: ignore[union-attr]
-        )
-
 
 def make_search(args: S2SearchArgs | ArxivSearchArgs, cache_root: str | Path, *, refresh: bool = False) -> Search:
     """A `Search` for `args`, caching raw responses under `<cache_root>/search/<source>/`."""

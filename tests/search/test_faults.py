@@ -3,6 +3,8 @@ result naming why (never an exception, never cached), and a rejected key is a us
 
 from __future__ import annotations
 
+import itertools
+
 import httpx
 import pytest
 
@@ -17,7 +19,7 @@ def test_a_429_with_retry_after_is_waited_out_and_then_the_search_succeeds(s2, s
     assert r.ok and len(r.papers) == 3
     assert s2.count == 3 and search.stats == {"requests": 3, "cache_hits": 0, "retries": 2, "failures": 0}
     times = [req.at for req in s2.requests]
-    assert all(b - a >= 0.05 for a, b in zip(times, times[1:])), times  # Retry-After beats the 1 ms backoff
+    assert all(b - a >= 0.05 for a, b in itertools.pairwise(times)), times  # Retry-After beats the 1 ms backoff
 
 
 def test_retry_after_wins_over_a_shorter_backoff_and_the_backoff_doubles_up_to_its_cap(s2):
