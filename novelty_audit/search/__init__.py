@@ -13,7 +13,7 @@ timeouts and dropped connections are retried with backoff (Retry-After honoured)
 """
 
 from ._args import ArxivSearchArgs, S2SearchArgs, SearchArgs
-from ._http import CutoffDate, Fetched, RateLimiter, ResponseCache, api_key_headers, fetch, key_refused, process_limiter, within_cutoff
+from ._http import CutoffDate, Fetched, RateLimiter, ResponseCache, api_key_headers, fetch, key_refused, process_limiter, verify_search_cache, within_cutoff
 from ._search import Search, make_search, same_title
 from ._sources import s2_data
 from ._types import NO_PAPERS, Paper, SearchResult
@@ -37,5 +37,6 @@ __all__ = [
     "process_limiter",
     "s2_data",
     "same_title",
+    "verify_search_cache",
     "within_cutoff",
 ]

@@ -22,7 +22,8 @@ from ..errors import ConfigError
 
 __all__ = [
     "CutoffDate", "Fetched", "RateLimiter", "ResponseCache", "RetryPolicy", "api_key_headers", "fetch", "key_refused",
-    "process_limiter", "retry_after_seconds", "within_cutoff",
+    "process_limiter", "retry_after_seconds", "verify_search_cache",
+    "within_cutoff",
 ]  # fmt: skip
 
 
@@ -111,6 +112,14 @@ class ResponseCache:
         self.cache.put(key, {"endpoint": self.endpoint, "path": path, "params": params, "data": data})
         with self._lock:
             self._refreshed.add(key)
+
+
+def verify_search_cache(cache_root: str | Path) -> list[tuple[str, str]]:
+    """(file, reason) for every damaged response under `<cache_root>/search/` (entries and `history/`); reads only."""
+    from ..llm import verify_call_cache
+
+    root = Path(cache_root) / "search"
+    return [bad for d in sorted(root.iterdir()) if d.is_dir() for bad in verify_call_cache(d)] if root.is_dir() else []
 
 
 def fetch(

@@ -8,6 +8,8 @@ import pytest
 from mock_arxiv import entry
 from mock_s2 import paper
 
+from novelty_audit.search import verify_search_cache
+
 S2_KEY = "s2-test-KEY-987"
 
 
@@ -66,6 +68,16 @@ def test_a_damaged_cache_entry_is_moved_to_corrupt_and_asked_again(s2, searcher,
     assert s2.count == 2 and again.stats["requests"] == 1
     assert len(list((tmp_path / "cache/search/semantic-scholar/corrupt").glob("*.json"))) == 1
     assert "discarded" in caplog.text
+
+
+def test_verify_lists_a_damaged_response_and_reads_nothing_else(s2, arxiv, searcher, tmp_path):
+    searcher(s2).search("alpha")
+    searcher(arxiv).search("alpha")
+    assert verify_search_cache(tmp_path / "cache") == [] and verify_search_cache(tmp_path / "nowhere") == []
+    (entry_file,) = cache_files(tmp_path, "arxiv")
+    entry_file.write_bytes(entry_file.read_bytes()[:-5])
+    assert [path for path, _ in verify_search_cache(tmp_path / "cache")] == [str(entry_file)]
+    assert entry_file.exists()
 
 
 def test_the_api_key_is_sent_as_a_header_and_never_stored(s2, searcher, tmp_path, monkeypatch):
