@@ -1,0 +1,284 @@
+"""The `search-agent` judge: the model calls search(query) against arXiv until it answers, every turn and
+every search cached and audited; a not-novel answer cites the prior paper it rests on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from mock_arxiv import MockArxiv, entry
+from mock_llm import MockLLM, tool_results
+
+from novelty_audit.errors import ConfigError
+from novelty_audit.judges import (
+    JUDGES,
+    Idea,
+    JudgeContext,
+    PairItem,
+    PointItem,
+    parse_verdict,
+)
+from novelty_audit.judges.agents._search_agent import (
+    BAD_ARGUMENTS,
+    NO_MORE_SEARCHES,
+    SEARCH_TOOL,
+    UNKNOWN_TOOL,
+    agent_prompt,
+    first_messages,
+    parse_citation,
+    read_query,
+    without_own_papers,
+)
+from novelty_audit.llm import ToolCall
+from novelty_audit.search import Paper, SearchResult
+
+IDEA = Idea("i1", "Graph nets for molecules", "We predict molecule properties with message passing.", "d1")
+OTHER = Idea("i2", "Sparse attention for proteins", "We fold proteins with sparse attention.", "d2")
+
+
+# -- the pure parts --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, cited",
+    [
+        ('It exists.\nPrior paper: Neural Message Passing for Quantum Chemistry\n{"answer": "no"}',
+         {"title": "Neural Message Passing for Quantum Chemistry", "doc_id": None}),
+        ('**Prior paper:** "Neural Message Passing" (arXiv:1704.01212v2)\n{"answer": "no"}',
+         {"title": "Neural Message Passing", "doc_id": "arxiv:1704.01212"}),
+        ('Prior work: 1704.01212\n{"answer": "no"}', {"title": None, "doc_id": "arxiv:1704.01212"}),
+        ('Prior paper: <title of that paper>\n{"answer": "no"}', None),
+        ('Prior paper: none\n{"answer": "yes"}', None),
+        ('No earlier paper does this.\n{"answer": "yes"}', None),
+        (None, None),
+    ],
+)
+def test_the_cited_prior_paper_is_read_from_its_line_before_the_verdict(text, cited):
+    assert parse_citation(text) == cited
+
+
+def test_a_citation_line_leaves_the_verdict_to_the_prompted_judges_parser():
+    text = 'Message passing on molecules is known.\nPrior paper: Neural Message Passing for Quantum Chemistry\n{"answer": "no"}'
+    assert (parse_verdict("pointwise", text).outcome, parse_verdict("pointwise", text).choice) == ("valid", "NEGATIVE")
+
+
+@pytest.mark.parametrize(
+    "arguments, query",
+    [('{"query": "  graph   nets "}', "graph nets"), ('{"query": ""}', None), ('{"q": "x"}', None), ("not json", None), ('["graph"]', None)],
+)
+def test_a_search_call_without_a_usable_query_searches_nothing(arguments, query):
+    assert read_query(ToolCall("c1", "search", arguments)) == query
+
+
+def test_the_prompt_shows_the_idea_the_search_budget_and_the_prompted_judges_answer_contract():
+    pointwise = first_messages(agent_prompt("pointwise"), (IDEA,), "text", 3)
+    user = pointwise[-1]["content"]
+    assert pointwise[0]["role"] == "system" and "search(query)" in pointwise[0]["content"]
+    assert IDEA.text in user and "at most 3 times" in user and '{"answer": "<yes or no>"}' in user and "{{" not in user
+    assert "as often as you need" in first_messages(agent_prompt("pointwise"), (IDEA,), "text", None)[-1]["content"]
+    pairwise = first_messages(agent_prompt("pairwise"), (IDEA, OTHER), "text", None)[-1]["content"]
+    assert pairwise.index(IDEA.text) < pairwise.index(OTHER.text) and '{"answer": "<A or B>"}' in pairwise
+    # the echoed prompt is no verdict
+    assert parse_verdict("pointwise", user).outcome == "invalid" and parse_verdict("pairwise", pairwise).outcome == "invalid"
+    assert agent_prompt("pointwise").digest != agent_prompt("pairwise").digest
+    assert SEARCH_TOOL.parameters["required"] == ["query"] and "{n}" in NO_MORE_SEARCHES
+
+
+def test_the_ideas_own_papers_are_left_out_of_a_result_and_recorded():
+    def paper(i: str, title: str) -> Paper:
+        return Paper(f"arxiv:{i}", title, ("A B",), None, 2020, "2020-01-01", None, "abs", None, "arxiv")
+
+    found = SearchResult("arxiv", "q", (paper("1", "graph nets for Molecules."), paper("2", "Other"), paper("3", "Sparse attention for proteins")))
+    kept = without_own_papers(found, (IDEA.title, OTHER.title))
+    assert [p.doc_id for p in kept.papers] == ["arxiv:2"]
+    assert [(e["doc_id"], e["reason"]) for e in kept.excluded] == [("arxiv:1", "own paper"), ("arxiv:3", "own paper")]
+    assert without_own_papers(SearchResult("arxiv", "q", failure="HTTP 429"), (IDEA.title,)).failure == "HTTP 429"
+
+
+# -- whole decisions against the mock LLM and the mock arXiv API ---------------------------------------
+
+MPNN = entry("1704.01212", "Neural Message Passing for Quantum Chemistry", "2017-04-04")
+THIRD = Idea("i3", "Contrastive pretraining for tables", "We pretrain table encoders contrastively.", "d3")
+NOT_NOVEL = 'Message passing on molecules is known.\nPrior paper: Neural Message Passing for Quantum Chemistry\n{"answer": "no"}'
+
+
+def scripted(plans: dict[str, list[Any]]) -> Callable[[dict[str, Any], int], Any]:
+    """The mock LLM's `answer`: the plan whose key the conversation's user message holds, at the conversation's
+    turn (assistant turns so far): a list of queries is one turn of search calls, a string the final answer."""
+
+    def answer(body: dict[str, Any], nth: int) -> Any:
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        turn = sum(m["role"] == "assistant" for m in body["messages"])
+        key = next((k for k in plans if k in user), None)
+        assert key is not None, f"no plan for {user[:200]!r}"
+        step = plans[key][min(turn, len(plans[key]) - 1)]
+        if isinstance(step, list):
+            return {"content": None, "tool_calls": [{"name": "search", "arguments": {"query": q}} for q in step]}
+        return step
+
+    return answer
+
+
+@pytest.fixture
+def arxiv():
+    with MockArxiv() as mock:
+        mock.script("message passing", [MPNN, entry("1806.01261", "Relational inductive biases, deep learning, and graph networks", "2018-06-04")])
+        yield mock
+
+
+@pytest.fixture(autouse=True)
+def fake_key(monkeypatch):
+    monkeypatch.setenv("MOCK_API_KEY", "sk-test")
+
+
+def make_judge(tmp_path: Path, llm: MockLLM, arxiv: MockArxiv, tasks=("pairwise", "pointwise"), **args: Any):
+    fast = {"source": "arxiv", "base_url": arxiv.base_url, "requests_per_second": 1000, "backoff_s": 0.001, "max_backoff_s": 0.01,
+            "max_retries": 1, "timeout_s": 10}  # fmt: skip
+    ctx = JudgeContext(name="agent", cache_dir=tmp_path / "cache", tasks=tasks)
+    return JUDGES.create("search-agent", ctx=ctx, **{"model": "mock", "base_url": llm.base_url, "api_key_env": "MOCK_API_KEY",
+                                                     "backoff_s": 0.01, "search": fast, **args})  # fmt: skip
+
+
+def run(judge, pairs=(), points=()):
+    try:
+        return judge.judge(list(pairs), list(points))
+    finally:
+        judge.close()
+
+
+def points(*ideas: Idea) -> list[PointItem]:
+    return [PointItem("ds", i, "POSITIVE") for i in ideas]
+
+
+def tool_texts(llm: MockLLM) -> list[str]:
+    """Every tool result the model was shown, each once (the last request of a conversation holds them all)."""
+    seen: list[str] = []
+    for r in llm.requests:
+        for t in tool_results(r.body):
+            if t not in seen:
+                seen.append(t)
+    return seen
+
+
+def test_pointwise_decisions_search_arxiv_cite_the_prior_paper_and_rerun_from_the_caches(tmp_path, arxiv):
+    plans = {
+        IDEA.text: [["message passing molecules"], ["graph networks chemistry"], NOT_NOVEL],
+        OTHER.text: [["sparse attention protein folding"], 'Nothing like it was found.\n{"answer": "yes"}'],
+        THIRD.text: [["contrastive table pretraining"], 'Tables were pretrained before.\nPrior paper: A Paper Nobody Found\n{"answer": "no"}'],
+    }
+    with MockLLM(answer=scripted(plans)) as llm:
+        out = run(make_judge(tmp_path, llm, arxiv), points=points(IDEA, OTHER, THIRD))
+        asked, searched = llm.count, arxiv.count
+        again = run(make_judge(tmp_path, llm, arxiv), points=points(IDEA, OTHER, THIRD))
+        assert (llm.count, arxiv.count) == (asked, searched), "the rerun asked the LLM or arXiv"
+    assert (asked, searched) == (3 + 2 + 2, 4)
+    assert again.pointwise == out.pointwise, "the rerun's rows differ"
+    rows = {r["idea_id"]: r for r in out.pointwise}
+    assert [rows[i]["predicted"] for i in ("i1", "i2", "i3")] == ["NEGATIVE", "POSITIVE", "NEGATIVE"]
+    assert (rows["i1"]["n_rounds"], rows["i1"]["n_queries"], rows["i2"]["n_rounds"], rows["i2"]["n_queries"]) == (3, 2, 2, 1)
+    assert rows["i1"]["n_tokens"] > 0 and rows["i1"]["n_valid"] == 1
+    # grounded: the cited paper is one the decision's own searches returned; the third cites one it never saw
+    assert orjson.loads(rows["i1"]["citations"]) == [
+        {"order": None, "vote": 0, "title": "Neural Message Passing for Quantum Chemistry", "doc_id": "arxiv:1704.01212", "retrieved": True}]
+    assert orjson.loads(rows["i3"]["citations"]) == [{"order": None, "vote": 0, "title": "A Paper Nobody Found", "doc_id": None, "retrieved": False}]
+    assert orjson.loads(rows["i2"]["citations"]) == []
+    docs = [d for d in orjson.loads(rows["i1"]["evidence_docs"]) if d.get("role") != "dropped"]
+    assert {(d["query"], d["doc_id"], d["rank"]) for d in docs} >= {("message passing molecules", "arxiv:1704.01212", 0)}
+    assert {d["query"] for d in docs} == {"message passing molecules", "graph networks chemistry"}
+    # the model was shown the papers, and every turn carried the tool and the conversation so far
+    assert any(t.startswith("0: Neural Message Passing for Quantum Chemistry.") for t in tool_texts(llm))
+    assert all(r.body["tools"][0]["function"]["name"] == "search" for r in llm.requests)
+
+
+def test_pairwise_decisions_answer_a_or_b_in_both_orders(tmp_path, arxiv):
+    pair = PairItem("ds", "p1", IDEA, OTHER, gold_idea_id=OTHER.idea_id)
+    plans = {
+        f"Idea A:\n{IDEA.text}": [["message passing molecules"], 'Idea A is known.\nPrior paper: Neural Message Passing for Quantum Chemistry\n{"answer": "B"}'],
+        f"Idea A:\n{OTHER.text}": [["sparse attention protein folding"], 'Idea A has no precedent.\n{"answer": "A"}'],
+    }
+    with MockLLM(answer=scripted(plans)) as llm:
+        out = run(make_judge(tmp_path, llm, arxiv, tasks=("pairwise",)), pairs=[pair])
+        assert llm.count == 4 and arxiv.count == 2
+        again = run(make_judge(tmp_path, llm, arxiv, tasks=("pairwise",)), pairs=[pair])
+        assert llm.count == 4 and arxiv.count == 2, "the rerun asked the LLM or arXiv"
+    assert again.pairwise == out.pairwise
+    [row] = out.pairwise
+    assert (row["verdict"], row["verdict_forward"], row["verdict_reverse"]) == ("i2", "i2", "i2")
+    assert (row["votes_forward"], row["votes_reverse"], row["n_rounds"], row["n_queries"]) == (["i2"], ["i2"], 4, 2)
+    assert orjson.loads(row["citations"]) == [
+        {"order": "forward", "vote": 0, "title": "Neural Message Passing for Quantum Chemistry", "doc_id": "arxiv:1704.01212", "retrieved": True}]
+    assert {d["query"] for d in orjson.loads(row["evidence_docs"])} == {"message passing molecules", "sparse attention protein folding"}
+
+
+def test_past_max_queries_the_tool_answers_that_no_more_searches_are_allowed(tmp_path, arxiv):
+    plans = {IDEA.text: [["message passing molecules", "graph networks chemistry"], ["molecule property prediction"], NOT_NOVEL]}
+    with MockLLM(answer=scripted(plans)) as llm:
+        out = run(make_judge(tmp_path, llm, arxiv, tasks=("pointwise",), max_queries=1), points=points(IDEA))
+        shown = tool_texts(llm)
+        prompt = llm.requests[0].body["messages"][-1]["content"]
+    assert arxiv.count == 1 and "at most 1 time" not in prompt and "search once" in prompt
+    [row] = out.pointwise
+    assert (row["predicted"], row["n_queries"], row["n_rounds"]) == ("NEGATIVE", 1, 3)
+    assert shown[1:] == [NO_MORE_SEARCHES.format(n=1)] and "Neural Message Passing" in shown[0]
+
+
+def test_a_search_failing_after_its_retries_ends_the_decision_as_an_error_not_a_verdict(tmp_path, arxiv):
+    arxiv.add_fault("protein", "500")
+    plans = {OTHER.text: [["sparse attention protein folding"], 'Nothing like it.\n{"answer": "yes"}'],
+             IDEA.text: [["message passing molecules"], NOT_NOVEL]}  # fmt: skip
+    with MockLLM(answer=scripted(plans)) as llm:
+        out = run(make_judge(tmp_path, llm, arxiv, tasks=("pointwise",)), points=points(IDEA, OTHER))
+        rows = {r["idea_id"]: r for r in out.pointwise}
+        assert (rows["i2"]["predicted"], rows["i2"]["n_error"], rows["i2"]["error_reasons"]) == ("none", 1, ["search: HTTP 500"])
+        assert rows["i1"]["predicted"] == "NEGATIVE" and list(out.failed_calls.values()) == ["search: HTTP 500"]
+        arxiv.reset()  # the API recovers (requests forgotten too): the failed search is asked again, the turns before it come from the cache
+        asked = llm.count
+        again = {r["idea_id"]: r for r in run(make_judge(tmp_path, llm, arxiv, tasks=("pointwise",)), points=points(IDEA, OTHER)).pointwise}
+        assert llm.count == asked + 1 and arxiv.count == 1  # only i2's search and final turn: nothing else is asked again
+    assert again["i2"]["predicted"] == "POSITIVE" and again["i2"]["n_error"] == 0
+
+
+def test_reasoning_effort_is_sent_with_every_turn_and_enters_the_config(tmp_path, arxiv):
+    plans = {IDEA.text: [["message passing molecules"], NOT_NOVEL]}
+    with MockLLM(answer=scripted(plans)) as llm:
+        judge = make_judge(tmp_path, llm, arxiv, tasks=("pointwise",), reasoning="low")
+        plain = make_judge(tmp_path, llm, arxiv, tasks=("pointwise",))
+        run(judge, points=points(IDEA))
+        plain.close()
+    assert [r.body.get("reasoning_effort") for r in llm.requests] == ["low", "low"]
+    assert judge.config()["reasoning"] == "low" and judge.config_digest != plain.config_digest
+    with pytest.raises(ConfigError, match="reasoning"):
+        make_judge(tmp_path, llm, arxiv, reasoning="low", sampling={"reasoning_effort": "high"})
+
+
+def test_a_tool_call_without_a_query_or_to_an_unknown_tool_searches_nothing(tmp_path, arxiv):
+    def answer(body: dict[str, Any], nth: int) -> Any:
+        if tool_results(body):
+            return '{"answer": "yes"}'
+        return {"tool_calls": [{"name": "search", "arguments": {"q": "x"}}, {"name": "browse", "arguments": {"url": "x"}}]}
+
+    with MockLLM(answer=answer) as llm:
+        [row] = run(make_judge(tmp_path, llm, arxiv, tasks=("pointwise",)), points=points(IDEA)).pointwise
+        shown = tool_texts(llm)
+    assert arxiv.count == 0 and (row["predicted"], row["n_queries"], row["n_rounds"]) == ("POSITIVE", 0, 2)
+    assert shown == [BAD_ARGUMENTS, UNKNOWN_TOOL.format(name="browse")]
+
+
+def test_a_decision_without_an_answer_after_max_rounds_is_undecided(tmp_path, arxiv):
+    plans = {IDEA.text: [["message passing molecules"]]}  # searches forever
+    with MockLLM(answer=scripted(plans)) as llm:
+        [row] = run(make_judge(tmp_path, llm, arxiv, tasks=("pointwise",), max_rounds=3), points=points(IDEA)).pointwise
+        assert llm.count == 3
+    assert (row["predicted"], row["n_undecided"], row["n_valid"], row["n_rounds"]) == ("none", 1, 0, 3)
+
+
+def test_the_agent_speaks_anthropic_messages_tool_use_too(tmp_path, arxiv):
+    plans = {IDEA.text: [["message passing molecules"], NOT_NOVEL]}
+    with MockLLM(answer=scripted(plans)) as llm:
+        [row] = run(make_judge(tmp_path, llm, arxiv, tasks=("pointwise",), provider="anthropic", base_url=llm.root_url), points=points(IDEA)).pointwise
+        second = llm.requests[1].body
+    assert (row["predicted"], row["n_queries"], orjson.loads(row["citations"])[0]["retrieved"]) == ("NEGATIVE", 1, True)
+    assert second["messages"][1]["content"][-1]["type"] == "tool_use" and second["messages"][2]["content"][0]["type"] == "tool_result"
