@@ -7,7 +7,7 @@ import html
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -63,9 +63,10 @@ class Search:
         with self._lock:
             return {k: self._stats[k] for k in ("requests", "cache_hits", "retries", "failures")}
 
-    def search(self, query: str, *, exclude_title: str | None = None) -> SearchResult:
-        """The papers for `query` (whitespace collapsed), the idea's own paper (`exclude_title`) and papers
-        after the cutoff left out and recorded; a search still failing after its retries is a failure result."""
+    def search(self, query: str, *, exclude_title: str | Sequence[str] | None = None) -> SearchResult:
+        """The papers for `query` (whitespace collapsed), the idea's own paper (`exclude_title`: its title, or
+        the titles of both ideas of a pair) and papers after the cutoff left out and recorded; a search still
+        failing after its retries is a failure result."""
         query = " ".join(query.split())
         if not query:
             return SearchResult(self.source, query, failure="empty query")
@@ -78,7 +79,7 @@ class Search:
             return SearchResult(self.source, query, failure="query rejected")
         return self._filter(query, found, exclude_title)
 
-    async def search_async(self, query: str, *, exclude_title: str | None = None) -> SearchResult:
+    async def search_async(self, query: str, *, exclude_title: str | Sequence[str] | None = None) -> SearchResult:
         """`search` in a worker thread, for agents that gather many decisions in one event loop."""
         return await asyncio.to_thread(self.search, query, exclude_title=exclude_title)
 
@@ -88,14 +89,15 @@ class Search:
         if client is not None:
             client.close()
 
-    def _filter(self, query: str, found: list[Paper | dict[str, Any]], exclude_title: str | None) -> SearchResult:
-        own = _norm(exclude_title) if exclude_title else None
+    def _filter(self, query: str, found: list[Paper | dict[str, Any]], exclude_title: str | Sequence[str] | None) -> SearchResult:
+        titles = [exclude_title] if isinstance(exclude_title, str) else list(exclude_title or ())
+        own = {_norm(t) for t in titles if t}
         papers: list[Paper] = []
         excluded: list[dict[str, Any]] = []
         for p in found:
             if isinstance(p, dict):
                 excluded.append(p)
-            elif own is not None and _norm(p.title) == own:
+            elif _norm(p.title) in own:
                 excluded.append({"doc_id": p.doc_id, "title": p.title, "reason": "own paper"})
             elif not within_cutoff(p.date, p.year, self.args.cutoff):
                 reason = "no date" if p.date is None and p.year is None else "after cutoff"

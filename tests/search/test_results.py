@@ -69,6 +69,13 @@ def test_cutoff_and_own_paper_exclusions_are_recorded_with_their_reasons(s2, sea
     assert "publicationDateOrYear" not in s2.requests[0].params  # the cutoff filters the cached answer
 
 
+def test_a_pairs_two_titles_are_both_own_papers(arxiv, searcher):
+    arxiv.script("q", [entry("1", "Idea A"), entry("2", "Prior"), entry("3", "idea  b")])
+    r = searcher(arxiv).search("q", exclude_title=("Idea A", "Idea B"))
+    assert [p.doc_id for p in r.papers] == ["arxiv:2"]
+    assert [(e["doc_id"], e["reason"]) for e in r.excluded] == [("arxiv:1", "own paper"), ("arxiv:3", "own paper")]
+
+
 def test_changing_the_cutoff_or_the_own_title_filters_the_cached_answer_without_a_request(s2, searcher):
     s2.script("graph", [paper("a", "Alpha", 2010), paper("b", "Beta", 2020)])
     assert [p.doc_id for p in searcher(s2).search("graph").papers] == ["s2:a", "s2:b"]
