@@ -9,6 +9,7 @@ its factory.
 from ..config import JudgeParams, JudgeSpec, Price
 from ._backends import BACKENDS, JUDGES
 from ._base import (
+    AGENT_COLUMNS,
     JUDGES_SCHEMA,
     NEGATIVE,
     NONE,
@@ -42,6 +43,7 @@ from ._registry import Lazy, Registry
 from ._run import JudgeMap, JudgeRun, failed_calls, failure_line, judge_stage_inputs, load_items, run_judges
 
 __all__ = [
+    "AGENT_COLUMNS",
     "BACKENDS",
     "JUDGES",
     "JUDGES_SCHEMA",

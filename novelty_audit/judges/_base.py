@@ -57,6 +57,9 @@ from ..artifacts import code_digest, digest_bytes, digest_obj
 from ..errors import ConfigError
 
 __all__ = [
+    "AGENT_COLUMNS",
+    "CITATION_KEYS",
+    "AgentEffort",
     "JUDGES_SCHEMA",
     "NEGATIVE",
     "NONE",
@@ -88,11 +91,22 @@ TIE = "tie"
 NONE = "none"
 POSITIVE = "POSITIVE"
 NEGATIVE = "NEGATIVE"
-OUTCOMES = ("invalid", "refusal", "error", "truncated")
+OUTCOMES = ("invalid", "refusal", "error", "truncated", "undecided")
 """Call outcomes that are not a valid vote. A vote list holds idea ids (or `tie` for score judges) or these.
-`truncated`: the answer was cut at max_tokens before a verdict could be read (finish_reason length)."""
+`truncated`: the answer was cut at max_tokens before a verdict could be read (finish_reason length).
+`undecided`: an agent reached its last round without a decision (judges/agents): its own outcome, never a vote."""
 UNSPECIFIED_REASON = "unspecified"
 """The error reason of a failed call whose backend gave none (e.g. an imported `error` vote)."""
+
+AGENT_COLUMNS: dict[str, pl.DataType] = {
+    "n_rounds": pl.Int64,
+    "n_queries": pl.Int64,
+    "n_tokens": pl.Int64,
+    "citations": pl.String,
+}
+"""Effort and grounding of search agents (judges/agents), summed over a row's decisions; null for other judges."""
+CITATION_KEYS = ("order", "vote", "title", "doc_id", "retrieved")
+"""Keys of one `citations` entry (docs/design/tables.md)."""
 
 PAIRWISE_SCHEMA: dict[str, pl.DataType] = {
     "dataset": pl.String,
@@ -111,6 +125,7 @@ PAIRWISE_SCHEMA: dict[str, pl.DataType] = {
     "n_refusal": pl.Int64,
     "n_error": pl.Int64,
     "n_truncated": pl.Int64,
+    "n_undecided": pl.Int64,
     "error_reasons": pl.List(pl.String),
     "score_0": pl.Float64,
     "score_1": pl.Float64,
@@ -123,6 +138,7 @@ PAIRWISE_SCHEMA: dict[str, pl.DataType] = {
     "cost_usd": pl.Float64,
     "evidence_titles": pl.List(pl.String),
     "evidence_docs": pl.String,
+    **AGENT_COLUMNS,
 }
 POINTWISE_SCHEMA: dict[str, pl.DataType] = {
     "dataset": pl.String,
@@ -136,11 +152,14 @@ POINTWISE_SCHEMA: dict[str, pl.DataType] = {
     "n_refusal": pl.Int64,
     "n_error": pl.Int64,
     "n_truncated": pl.Int64,
+    "n_undecided": pl.Int64,
     "error_reasons": pl.List(pl.String),
     "config_digest": pl.String,
     "evidence_digest": pl.String,
     "code_digest": pl.String,
     "evidence_docs": pl.String,
+    "cost_usd": pl.Float64,
+    **AGENT_COLUMNS,
 }
 JUDGES_SCHEMA: dict[str, pl.DataType] = {
     "judge": pl.String,
@@ -244,7 +263,7 @@ def _parts_json(parts: Mapping[str, str]) -> str:
 
 
 EVIDENCE_DOC_KEYS = ("slot", "rank", "doc_id", "digest", "title", "year", "similarity", "source")
-"""Keys of one `evidence_docs` entry (docs/design/tables.md)."""
+"""Keys of one `evidence_docs` entry (docs/design/tables.md). Agents add `query` (the search that found it)."""
 
 
 def evidence_docs_json(docs: Sequence[Mapping[str, Any]]) -> str:
@@ -256,10 +275,40 @@ def evidence_docs_json(docs: Sequence[Mapping[str, Any]]) -> str:
         missing = [k for k in EVIDENCE_DOC_KEYS if k not in d]
         if missing:
             raise ValueError(f"evidence_docs entry {dict(d)!r} lacks {missing}")
+        if "query" in d and not (d["query"] is None or isinstance(d["query"], str)):
+            raise ValueError(f"evidence_docs entry {dict(d)!r}: query must be a string or null")
         sim = d["similarity"]
         out.append({**d, "similarity": None if sim is None else round(float(sim), 6)})
-    out.sort(key=lambda d: (str(d["slot"]), int(d["rank"])))
+    # Agents rank within each query's results: the query orders entries of one slot before the rank does.
+    out.sort(key=lambda d: (str(d["slot"]), str(d.get("query") or ""), int(d["rank"])))
     return orjson.dumps(out, option=orjson.OPT_SORT_KEYS).decode()
+
+
+@dataclass(frozen=True)
+class AgentEffort:
+    """A search agent's effort and citations over one row's decisions (the AGENT_COLUMNS)."""
+
+    rounds: int
+    queries: int
+    tokens: int
+    citations: tuple[Mapping[str, Any], ...]
+    """One entry per NEGATIVE pointwise decision, or per pairwise decision that cites (CITATION_KEYS)."""
+
+    def columns(self) -> dict[str, Any]:
+        for c in self.citations:
+            if set(c) != set(CITATION_KEYS):
+                raise ValueError(f"citations entry {dict(c)!r} must have exactly the keys {CITATION_KEYS}")
+        cites = sorted(self.citations, key=lambda c: (str(c["order"] or ""), int(c["vote"])))
+        return {
+            "n_rounds": int(self.rounds),
+            "n_queries": int(self.queries),
+            "n_tokens": int(self.tokens),
+            "citations": orjson.dumps(cites, option=orjson.OPT_SORT_KEYS).decode(),
+        }
+
+
+def _agent_columns(agent: AgentEffort | None) -> dict[str, Any]:
+    return agent.columns() if agent is not None else dict.fromkeys(AGENT_COLUMNS)
 
 
 A = TypeVar("A", bound=BaseModel)
@@ -297,11 +346,13 @@ def pairwise_row(
     evidence_titles: Sequence[str] = (),
     error_reasons: Sequence[str] = (),
     evidence_docs: Sequence[Mapping[str, Any]] = (),
+    agent: AgentEffort | None = None,
 ) -> dict[str, Any]:
     """One verdicts.parquet row; judge-level columns (config, code digests) come from `judge`.
 
-    `error_reasons`: one short reason per failed call (outcome `error`), stored sorted. Run facts such as
-    latency never enter a row: the table is hashed and must be identical for identical answers."""
+    `error_reasons`: one short reason per failed call (outcome `error`), stored sorted. `agent`: a search
+    agent's effort and citations (None: the agent columns are null). Run facts such as latency never enter
+    a row: the table is hashed and must be identical for identical answers."""
     allowed = {pair.idea_0.idea_id, pair.idea_1.idea_id, TIE, NONE}
     for v in (verdict, verdict_forward, verdict_reverse):
         if v is not None and v not in allowed:
@@ -323,6 +374,7 @@ def pairwise_row(
         "n_refusal": int(counts.get("refusal", 0)),
         "n_error": int(counts.get("error", 0)),
         "n_truncated": int(counts.get("truncated", 0)),
+        "n_undecided": int(counts.get("undecided", 0)),
         "error_reasons": _reasons(error_reasons, counts, f"pair {pair.pair_id}"),
         "score_0": score_0,
         "score_1": score_1,
@@ -335,6 +387,7 @@ def pairwise_row(
         "cost_usd": float(cost_usd),
         "evidence_titles": list(evidence_titles),
         "evidence_docs": evidence_docs_json(evidence_docs),
+        **_agent_columns(agent),
     }
 
 
@@ -348,8 +401,10 @@ def pointwise_row(
     evidence_parts: Mapping[str, str],
     error_reasons: Sequence[str] = (),
     evidence_docs: Sequence[Mapping[str, Any]] = (),
+    cost_usd: float = 0.0,
+    agent: AgentEffort | None = None,
 ) -> dict[str, Any]:
-    """One pointwise.parquet row (`error_reasons`, `evidence_docs` as in `pairwise_row`)."""
+    """One pointwise.parquet row (`error_reasons`, `evidence_docs`, `cost_usd`, `agent` as in `pairwise_row`)."""
     if predicted not in (POSITIVE, NEGATIVE, NONE):
         raise ValueError(f"pointwise prediction {predicted!r} for idea {item.idea.idea_id} is not POSITIVE/NEGATIVE/none")
     return {
@@ -364,11 +419,14 @@ def pointwise_row(
         "n_refusal": int(counts.get("refusal", 0)),
         "n_error": int(counts.get("error", 0)),
         "n_truncated": int(counts.get("truncated", 0)),
+        "n_undecided": int(counts.get("undecided", 0)),
         "error_reasons": _reasons(error_reasons, counts, f"idea {item.idea.idea_id}"),
         "config_digest": judge.config_digest,
         "evidence_digest": evidence_digest(evidence_parts),
         "code_digest": judge.code_digest,
         "evidence_docs": evidence_docs_json(evidence_docs),
+        "cost_usd": float(cost_usd),
+        **_agent_columns(agent),
     }
 
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from ._base import (
     NEGATIVE,
+    AgentEffort,
     NONE,
     OUTCOMES,
     POSITIVE,
@@ -40,8 +41,9 @@ from ._base import (
 
 __all__ = ["ORDERS", "Call", "CallResult", "Outcome", "VoteJudge"]
 
-Outcome = Literal["valid", "invalid", "refusal", "error", "truncated"]
-"""`truncated`: the answer was cut at max_tokens (finish_reason `length`/`max_tokens`) with no verdict read."""
+Outcome = Literal["valid", "invalid", "refusal", "error", "truncated", "undecided"]
+"""`truncated`: the answer was cut at max_tokens (finish_reason `length`/`max_tokens`) with no verdict read.
+`undecided`: a search agent's last round passed without a decision (judges/agents)."""
 ORDERS: dict[str, tuple[str, ...]] = {"both": ("forward", "reverse"), "forward": ("forward",), "reverse": ("reverse",)}
 
 
@@ -84,6 +86,12 @@ class CallResult:
     """For outcome `error`: a short, stable category ("connection refused", "timeout", "HTTP 500", "HTTP 429",
     "malformed response", "circuit open", "budget"), the same for the same fault and free of keys, hosts,
     ports, pids and times. Rows carry it (`error_reasons`); None is recorded as `unspecified`."""
+    rounds: int | None = None
+    """Search agents only (None for every other judge): LLM calls this decision made, searches it ran, tokens
+    it used, and the prior paper it cited ({title, doc_id, retrieved}) — the rows' agent columns."""
+    queries: int | None = None
+    tokens: int | None = None
+    citation: Mapping[str, Any] | None = None
 
 
 class VoteJudge(Judge):
@@ -117,6 +125,12 @@ class VoteJudge(Judge):
         """The documents behind `extra_evidence` for ideas in pair slot order (slots idea_0, idea_1) or one
         idea (slot idea): the `evidence_docs` column entries (judges._base.EVIDENCE_DOC_KEYS)."""
         return []
+
+    def item_evidence(self, ideas: Sequence[Idea], answered: Sequence[tuple[Call, CallResult]]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        """(evidence parts beyond the idea texts, `evidence_docs` entries) of one item, given its answered calls.
+        Default: `extra_evidence` and `evidence_docs`, which depend on the ideas only; a judge whose evidence
+        differs per call (a search agent's queries) overrides this."""
+        return self.extra_evidence(ideas), self.evidence_docs(ideas)
 
     def facts(self) -> dict[str, Any]:
         """Run facts for the log (calls made, cache hits, cost)."""
@@ -183,8 +197,8 @@ class VoteJudge(Judge):
         score_0 = sum(s[0] for s in per_order.values()) / len(per_order)
         score_1 = sum(s[1] for s in per_order.values()) / len(per_order)
         verdict = _decide(ids, (score_0, score_1), counts["valid"] > 0)
-        parts = {"idea_0_text": pair.idea_0.text_digest, "idea_1_text": pair.idea_1.text_digest}
-        parts.update(self.extra_evidence(pair.ideas))
+        extra, docs = self.item_evidence(pair.ideas, answered)
+        parts = {"idea_0_text": pair.idea_0.text_digest, "idea_1_text": pair.idea_1.text_digest, **extra}
         rs = [r for _, r in answered]
         return pairwise_row(
             self,
@@ -202,7 +216,8 @@ class VoteJudge(Judge):
             provider_model=_models(rs),
             cost_usd=sum(r.cost_usd for r in rs),
             error_reasons=_error_reasons(rs),
-            evidence_docs=self.evidence_docs(pair.ideas),
+            evidence_docs=docs,
+            agent=_effort(answered, negative_only=False),
         )
 
     def _point_row(self, item: PointItem, answered: list[tuple[Call, CallResult]]) -> dict[str, Any]:
@@ -224,11 +239,14 @@ class VoteJudge(Judge):
             predicted = NEGATIVE
         else:
             predicted = NONE
-        parts = {"idea_text": item.idea.text_digest, **self.extra_evidence((item.idea,))}
+        extra, docs = self.item_evidence((item.idea,), answered)
+        parts = {"idea_text": item.idea.text_digest, **extra}
         return pointwise_row(
             self, item, predicted=predicted, score=positive / len(answered), counts=counts, evidence_parts=parts,
             error_reasons=_error_reasons([r for _, r in answered]),
-            evidence_docs=self.evidence_docs((item.idea,)),
+            evidence_docs=docs,
+            cost_usd=sum(r.cost_usd for _, r in answered),
+            agent=_effort(answered, negative_only=True),
         )
 
 
@@ -246,6 +264,30 @@ def _check_outcome(judge: str, r: CallResult) -> None:
     # An unknown outcome would be counted in no column: the row would silently lose a call.
     if r.outcome != "valid" and r.outcome not in OUTCOMES:
         raise RuntimeError(f"judge {judge}: call outcome {r.outcome!r} is not valid or one of {', '.join(OUTCOMES)}")
+
+
+def _effort(answered: Sequence[tuple[Call, CallResult]], *, negative_only: bool) -> AgentEffort | None:
+    """The agent columns of one row, or None when no call came from a search agent (`rounds` unset).
+
+    Citations: pointwise, one per NEGATIVE decision (a NEGATIVE without a citation is recorded as ungrounded,
+    title null); pairwise, one per decision that cites."""
+    if all(r.rounds is None for _, r in answered):
+        return None
+    cites = []
+    for c, r in answered:
+        if negative_only and not (r.outcome == "valid" and r.choice == NEGATIVE):
+            continue
+        if not negative_only and r.citation is None:
+            continue
+        cited = r.citation or {}
+        cites.append({"order": c.order, "vote": c.vote_index, "title": cited.get("title"),
+                      "doc_id": cited.get("doc_id"), "retrieved": bool(cited.get("retrieved", False))})  # fmt: skip
+    return AgentEffort(
+        rounds=sum(r.rounds or 0 for _, r in answered),
+        queries=sum(r.queries or 0 for _, r in answered),
+        tokens=sum(r.tokens or 0 for _, r in answered),
+        citations=tuple(cites),
+    )
 
 
 def _error_reasons(results: Sequence[CallResult]) -> list[str]:

@@ -136,6 +136,8 @@ def _summary(out: JudgeOutput) -> dict[str, dict[str, Any]]:
         s["none"] += r["verdict"] == NONE
         for k in _OUTCOME_COUNTS:
             s[k] += r[k]
+        if r.get("n_undecided"):  # only agents have undecided calls: other judges' summaries keep their keys
+            s["n_undecided"] += r["n_undecided"]
         reasons.setdefault(r["dataset"], Counter()).update(r["error_reasons"] or [])
     for r in out.pointwise:
         s = per_ds.setdefault(r["dataset"], Counter())
@@ -143,6 +145,8 @@ def _summary(out: JudgeOutput) -> dict[str, dict[str, Any]]:
         s["pointwise_none"] += r["predicted"] == NONE
         for k in _OUTCOME_COUNTS:
             s[f"pointwise_{k}"] += r[k]
+        if r.get("n_undecided"):
+            s["pointwise_n_undecided"] += r["n_undecided"]
         reasons.setdefault(r["dataset"], Counter()).update(r["error_reasons"] or [])
     summary: dict[str, dict[str, Any]] = {}
     for ds, c in sorted(per_ds.items()):
