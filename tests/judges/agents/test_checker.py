@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 from types import SimpleNamespace
 
@@ -12,8 +13,12 @@ import pytest
 from mock_llm import MockLLM
 from mock_s2 import MockS2, paper
 
+from novelty_audit.errors import ConfigError
+from novelty_audit.judges import Idea, JudgeContext, PointItem
 from novelty_audit.judges.agents._checker import (
+    CheckerArgs,
     CheckerPrompts,
+    IdeaNoveltyChecker,
     CheckSettings,
     run_check,
     candidate_text,
@@ -26,6 +31,7 @@ from novelty_audit.judges.agents._checker import (
     snippet_query,
     window_plan,
 )
+from novelty_audit.judges.distance import SentenceTransformerEmbedder, embedding_cache
 from novelty_audit.llm import CallCache, CallSettings, Endpoint, LLMClient, Request
 from novelty_audit.search import S2SearchArgs, make_search
 
@@ -238,3 +244,158 @@ def test_a_failed_search_ends_the_decision_as_an_error_never_a_verdict(tmp_path,
         check = decide(tmp_path, llm.base_url, s2.base_url, rerank="none")
     assert (check.outcome, check.choice, check.error_reason) == ("error", None, "search: HTTP 500")
     assert len(check.replies) == 1  # the keywords turn only: no judge was asked
+
+
+# -- the judge, end to end -----------------------------------------------------------------------------
+
+
+class BagOfWordsEmbedder(SentenceTransformerEmbedder):
+    """TEST DOUBLE for MiniLM: `bag_of_words` vectors behind the real embedder's content cache (its `encode`),
+    so a rerun can be checked to embed nothing; `texts_encoded` counts the cache misses."""
+
+    def __init__(self, cache_dir):  # no model directory to resolve or load
+        self.cache, self._model_id = embedding_cache(cache_dir), "test-bag-of-words@0"
+        self.encoder_calls = self.texts_encoded = 0
+
+    def _encode_uncached(self, texts):
+        self.encoder_calls += 1
+        self.texts_encoded += len(texts)
+        return bag_of_words(texts).astype(np.float32)
+
+
+ITEM = PointItem("toy", Idea("i-1", "Our own paper", IDEA, "d" * 64, "area"), "NEGATIVE")
+OWN = paper("p-own", "Our own paper", 2024)
+
+
+def checker(tmp_path, llm, s2, **args):
+    """A checker judge on the mocks with the test-double embedder (its caches under tmp_path/cache)."""
+    ctx = JudgeContext(name="checker", cache_dir=tmp_path / "cache", tasks=("pointwise",), progress=False)
+    search = {"source": "semantic-scholar", "base_url": s2.base_url, "requests_per_second": 1000, "backoff_s": 0.001}
+    cfg = CheckerArgs(model="mock-model", base_url=llm.base_url, api_key_env=None, search=search, **args)
+    return IdeaNoveltyChecker(ctx, cfg, embedder=BagOfWordsEmbedder(tmp_path / "cache"))
+
+
+def row_of(judge, item=ITEM):
+    try:
+        out = judge.judge([], [item])
+    finally:
+        judge.close()
+    (row,) = out.pointwise
+    return row
+
+
+def steps(llm) -> list[str]:
+    """What each request to the mock LLM asked, in order (keywords, facets, rerank, judge)."""
+    names = {"Write search queries": "keywords", "list its key facets": "facets", "Rank all": "rerank",
+             "Class: <novel or not novel>": "judge"}  # fmt: skip
+    text = ["\n".join(m["content"] for m in r.body["messages"]) for r in llm.requests]
+    return [next(v for k, v in names.items() if k in t) for t in text]
+
+
+def test_the_checker_judges_an_idea_with_audited_evidence_and_a_grounded_citation(tmp_path, s2):
+    s2.script("attention graph pooling", [PRIOR, OWN, paper("p-far", "Protein folding at scale", 2018)])
+    with MockLLM(answer=scripted(ranking="[1] > [2]")) as llm:
+        row = row_of(checker(tmp_path, llm, s2, rerank="base"))
+    assert (row["predicted"], row["n_valid"], row["n_undecided"]) == ("NEGATIVE", 1, 0)
+    assert (row["n_rounds"], row["n_queries"]) == (3, 3)  # keywords, one rerank window, judge; 2 keywords + snippet
+    assert json.loads(row["citations"]) == [
+        {"order": None, "vote": 0, "title": PRIOR["title"], "doc_id": "s2:p-prior", "retrieved": True}]
+    docs = json.loads(row["evidence_docs"])
+    kept = [d for d in docs if d.get("role") != "dropped"]
+    assert {d["query"] for d in kept} == {"attention graph pooling", "Pooling Molecules", IDEA}
+    prior = next(d for d in kept if d["doc_id"] == "s2:p-prior")
+    assert prior["query"] == "attention graph pooling" and prior["rank"] == 0 and prior["shown"] == 1
+    assert prior["similarity"] == max(d["similarity"] for d in kept) > 0
+    assert all(d["similarity"] is not None for d in kept)
+    # the idea's own paper is left out of the search and recorded as dropped
+    assert [(d["doc_id"], d["reason"]) for d in docs if d.get("role") == "dropped"] == [("s2:p-own", "own paper")]
+
+
+@pytest.mark.parametrize(
+    "rerank, window, expected",
+    [
+        ("none", 20, ["keywords", "judge"]),
+        ("base", 20, ["keywords", "rerank", "judge"]),
+        ("base", 4, ["keywords", "rerank", "rerank", "rerank", "judge"]),  # 8 papers: windows 5-8, 3-6, 1-4
+        ("priority", 20, ["keywords", "facets", "rerank", "judge"]),
+    ],
+)
+def test_each_rerank_mode_asks_its_own_turns(tmp_path, s2, rerank, window, expected):
+    with MockLLM(answer=scripted()) as llm:
+        row = row_of(checker(tmp_path, llm, s2, rerank=rerank, window=window, step=2, k=3, candidates=8))
+        assert steps(llm) == expected
+    assert row["n_rounds"] == len(expected) and row["n_valid"] == 1
+    if rerank == "priority":
+        assert "Purpose: property prediction" in llm.requests[2].body["messages"][-1]["content"]
+
+
+def test_the_rerank_decides_which_papers_the_judge_sees(tmp_path, s2):
+    s2.script("attention graph pooling", [PRIOR, paper("p-far", "Protein folding at scale", 2018)])
+    with MockLLM(answer=scripted(ranking="[8] > [7]")) as llm:
+        row = row_of(checker(tmp_path, llm, s2, rerank="base", k=2))
+        judge_prompt = llm.requests[-1].body["messages"][-1]["content"]
+    shown = sorted((d["shown"], d["doc_id"]) for d in json.loads(row["evidence_docs"]) if d.get("shown"))
+    assert len(shown) == 2 and "s2:p-prior" not in [s for _, s in shown]  # the least similar two, moved up
+    assert "[1] Title:" in judge_prompt and "[3] Title:" not in judge_prompt
+    assert PRIOR["title"] not in judge_prompt
+
+
+def test_a_not_novel_answer_naming_no_shown_paper_is_an_ungrounded_negative(tmp_path, s2):
+    answer = "Class: not novel\nReview: This has clearly been done before, see [42]."
+    with MockLLM(answer=scripted(judge_answer=answer)) as llm:
+        row = row_of(checker(tmp_path, llm, s2, rerank="none"))
+    assert row["predicted"] == "NEGATIVE"
+    assert json.loads(row["citations"]) == [{"order": None, "vote": 0, "title": None, "doc_id": None, "retrieved": False}]
+
+
+def test_a_novel_answer_is_a_positive_without_a_citation(tmp_path, s2):
+    with MockLLM(answer=scripted(judge_answer="Class: novel\nReview: Unlike [1], it pools by attention.")) as llm:
+        row = row_of(checker(tmp_path, llm, s2, rerank="none"))
+    assert (row["predicted"], row["score"], json.loads(row["citations"])) == ("POSITIVE", 1.0, [])
+
+
+def test_an_unreadable_class_is_invalid_and_no_vote(tmp_path, s2):
+    with MockLLM(answer=scripted(judge_answer="Class: <novel or not novel>\nReview: <your review>")) as llm:
+        row = row_of(checker(tmp_path, llm, s2, rerank="none"))
+    assert (row["predicted"], row["n_valid"], row["n_invalid"]) == ("none", 0, 1)
+
+
+def test_a_search_failing_after_its_retries_is_an_error_row_naming_it(tmp_path, s2):
+    s2.add_fault("Pooling Molecules", "500")
+    with MockLLM(answer=scripted()) as llm:
+        row = row_of(checker(tmp_path, llm, s2, rerank="none"))
+        assert steps(llm) == ["keywords"]
+    assert (row["predicted"], row["n_error"], row["error_reasons"]) == ("none", 1, ["search: HTTP 500"])
+
+
+def test_a_rerun_asks_nothing_embeds_nothing_and_writes_identical_rows(tmp_path, s2):
+    s2.script("attention graph pooling", [PRIOR])
+    with MockLLM(answer=scripted()) as llm:
+        first_judge = checker(tmp_path, llm, s2, rerank="priority", votes=2)
+        first = row_of(first_judge)
+        llm_calls, searches = llm.count, s2.count
+        again = checker(tmp_path, llm, s2, rerank="priority", votes=2)
+        second = row_of(again)
+        assert (llm.count, s2.count) == (llm_calls, searches)
+    assert llm_calls == 8 and first["n_valid"] == 2  # two votes, each its own four turns (replicate index)
+    assert first_judge.embedder.texts_encoded > 0 and again.embedder.texts_encoded == 0
+    assert first == second
+
+
+def test_the_default_embedder_is_minilm_with_vectors_cached_under_the_store(build, tmp_path):
+    judge = build("idea-novelty-checker", tasks=("pointwise",), model="m", base_url="http://127.0.0.1:9/v1", api_key_env=None)
+    try:
+        cfg = judge.config()
+        assert cfg["backend"] == "idea-novelty-checker"
+        assert cfg["embedder"].startswith("sentence-transformers/all-MiniLM-L6-v2@")
+        assert (cfg["k"], cfg["rerank"], cfg["prompt"], cfg["examples"]) == (10, "priority", "relaxed", "relaxed")
+        assert cfg["search"]["source"] == "semantic-scholar" and cfg["search"]["limit"] == 100
+        assert judge.embedder.cache.root == (tmp_path / "store" / "cache" / "embeddings").resolve()
+    finally:
+        judge.close()
+
+
+@pytest.mark.parametrize("bad", [{"step": 20}, {"k": 11, "candidates": 10}, {"rerank": "purpose"}, {"examples": "strict"}])
+def test_bad_checker_args_fail_when_params_load(build, bad):
+    with pytest.raises(ConfigError, match="judge.judges.j.args"):
+        build("idea-novelty-checker", tasks=("pointwise",), model="m", **bad)
