@@ -182,10 +182,11 @@ _CALL_COUNTS = ("n_valid", "n_invalid", "n_refusal", "n_error", "n_truncated")
 
 def _covered(row: Mapping[str, Any], kind: str) -> bool:
     """The judge has this item: a verdict, or a call asked (an import judge's row for a pair its file has no vote on
-    is `none` with every count zero: not covered)."""
+    is `none` with every count zero: not covered). An agent's undecided decision was asked too (`n_undecided`, absent
+    from older tables: 0)."""
     if kind == "review" or row.get(_VERDICT[kind]) != "none" or any(row.get(c) is None for c in _CALL_COUNTS):
         return True
-    return sum(int(row[c]) for c in _CALL_COUNTS) > 0
+    return sum(int(row[c]) for c in _CALL_COUNTS) + int(row.get("n_undecided") or 0) > 0
 
 
 def _membership(kind: str, b_rows: dict, a_rows: dict) -> list[Membership]:

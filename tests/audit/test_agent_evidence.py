@@ -94,3 +94,20 @@ def test_the_same_drift_on_two_ideas_groups_by_query_and_paper(ledger):
     assert len(res.changes) == 2 and len({c.group for c in res.changes}) == 1
     (group,) = res.groups
     assert group.label == 'entered: "Radar sonification" (search "q") (2 changes)'
+
+
+def test_an_agent_added_counts_an_idea_whose_only_decision_was_undecided_as_covered():
+    import polars as pl
+
+    from novelty_audit.audit import classify_changes
+
+    def row(judge: str, idea: str, predicted: str, **counts: int) -> dict:
+        base = {c: 0 for c in ("n_valid", "n_invalid", "n_refusal", "n_error", "n_truncated", "n_undecided")}
+        return {"dataset": "ds", "judge": judge, "idea_id": idea, "gold_label": "POSITIVE", "predicted": predicted,
+                "score": None, "config_digest": "c", "evidence_digest": "e", "code_digest": "k", **base, **counts}
+
+    prompted = [row("prompted", "i-a", "POSITIVE", n_valid=1)]
+    agent = [row("agent", "i-a", "none", n_undecided=1), row("agent", "i-b", "NEGATIVE", n_valid=1),
+             row("agent", "i-c", "none")]  # i-c: a row with no decision asked (not covered)
+    res = classify_changes(pl.DataFrame(prompted), pl.DataFrame(prompted + agent), kind="pointwise")
+    assert [m.line() for m in res.membership] == ["judge added: agent (2 pointwise predictions)"]
