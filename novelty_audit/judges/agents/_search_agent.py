@@ -41,11 +41,13 @@ from .._prompts import PromptTemplate, parse_verdict
 from ._base import AgentArgs, AgentJudge, AgentRun, Tally
 
 __all__ = [
-    "SEARCH_TOOL",
     "SearchAgentArgs",
+    "SearchAgentJudge",
     "agent_prompt",
     "parse_citation",
     "read_query",
+    "search_agent",
+    "search_tool",
 ]
 
 PROMPT_VERSION = "v1"
@@ -53,16 +55,21 @@ FORMAT_FILE = "format-brief-v2.txt"
 """The prompted judges' output contract (a short reasoning, the JSON verdict on the last line): the agent
 needs the reasoning lines for its citation, so the `none` contract is not offered."""
 
-SEARCH_TOOL = Tool(
-    "search",
-    "Search arXiv for papers. Returns the matching papers, numbered, each with its title, authors, year and abstract.",
-    {
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "A short keyword query, e.g. graph neural networks molecule property prediction"}},
-        "required": ["query"],
-    },
-)
-"""The one tool the model may call; its definition is part of every turn's call key."""
+SOURCE_NAMES = {"arxiv": "arXiv", "semantic-scholar": "Semantic Scholar"}
+"""How the prompt and the tool name the search source ({{source}})."""
+
+
+def search_tool(source: str) -> Tool:
+    """The one tool the model may call; its definition is part of every turn's call key."""
+    return Tool(
+        "search",
+        f"Search {SOURCE_NAMES[source]} for papers. Returns the matching papers, numbered, each with its title, authors, year and abstract.",
+        {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "A short keyword query, e.g. graph neural networks molecule property prediction"}},
+            "required": ["query"],
+        },
+    )
 
 NO_MORE_SEARCHES = "No more searches are allowed: the limit of {n} searches is reached. Answer now with what you have found."
 BAD_ARGUMENTS = 'Nothing was searched: the search tool takes one argument, "query", a non-empty string.'
@@ -140,10 +147,15 @@ def search_limit(max_queries: int | None) -> str:
     return SEARCH_LIMIT.get(max_queries, f"You may search at most {max_queries} times.")
 
 
-def first_messages(template: PromptTemplate, shown: tuple[Idea, ...], form: str, max_queries: int | None) -> list[dict[str, Any]]:
-    """The conversation's opening: system text and the idea(s) with the search budget and the answer contract."""
-    messages = template.render(shown, form=form)
-    return [{**m, "content": m["content"].replace("{{search_limit}}", search_limit(max_queries))} for m in messages]
+def first_messages(template: PromptTemplate, shown: tuple[Idea, ...], form: str, max_queries: int | None, source: str) -> list[dict[str, Any]]:
+    """The conversation's opening: system text and the idea(s) with the search source and budget and the
+    answer contract. The agent's placeholders are filled in the template before the ideas go in, so an idea
+    text holding "{{source}}" stays as written."""
+    def fill(text: str) -> str:
+        return text.replace("{{source}}", SOURCE_NAMES[source]).replace("{{search_limit}}", search_limit(max_queries))
+
+    filled = dataclasses.replace(template, system=fill(template.system), user=fill(template.user))
+    return filled.render(shown, form=form)
 
 
 # -- reading the model -------------------------------------------------------------------------------
@@ -231,6 +243,7 @@ class SearchAgentJudge(AgentJudge):
         self.args: SearchAgentArgs = args
         self.templates: dict[str, PromptTemplate] = {task: agent_prompt(task) for task in ("pairwise", "pointwise")}
         self.turn_sampling = args.turn_sampling()
+        self.tool = search_tool(args.search.source)
 
     def knobs(self) -> dict[str, Any]:
         """The backend's own knobs in the config digest (the base adds model, endpoint, sampling, votes, search)."""
@@ -238,7 +251,7 @@ class SearchAgentJudge(AgentJudge):
         return {
             "prompt": f"agent-search-{PROMPT_VERSION}",
             "prompt_digests": {task: t.digest for task, t in sorted(self.templates.items())},
-            "tool": SEARCH_TOOL.as_dict(),
+            "tool": self.tool.as_dict(),
             "max_queries": a.max_queries,
             "max_rounds": a.max_rounds,
             "reasoning": a.reasoning,
@@ -249,11 +262,12 @@ class SearchAgentJudge(AgentJudge):
     async def run_one(self, call: Any) -> AgentRun:
         """One decision: turns until the model answers without a tool call (or `max_rounds` pass)."""
         a = self.args
-        messages = first_messages(self.templates[call.task], call.shown, a.input_form, a.max_queries)
-        titles = tuple(idea.title for idea in call.shown)
+        messages = first_messages(self.templates[call.task], call.shown, a.input_form, a.max_queries, a.search.source)
+        # Sorted, so both presentation orders of a pair send a query with the same own-paper filter.
+        titles = tuple(sorted(idea.title for idea in call.shown))
         run = Tally()
         for round_no in range(1, a.max_rounds + 1):
-            request = Request(messages=list(messages), sampling=self.turn_sampling, replicate=call.vote_index, tools=(SEARCH_TOOL,),
+            request = Request(messages=list(messages), sampling=self.turn_sampling, replicate=call.vote_index, tools=(self.tool,),
                               label=f"{call.task} {call.item_id} round {round_no}", tag=call)  # fmt: skip
             [reply] = await self.llm.ask_async([request])
             if not reply.ok:
@@ -273,7 +287,7 @@ class SearchAgentJudge(AgentJudge):
 
     async def _tool(self, call: ToolCall, run: Tally, titles: tuple[str, ...]) -> tuple[str, str | None]:
         """(the tool's answer, a search failure or None) for one tool call."""
-        if call.name != SEARCH_TOOL.name:
+        if call.name != self.tool.name:
             return UNKNOWN_TOOL.format(name=call.name), None
         query = read_query(call)
         if query is None:

@@ -24,12 +24,12 @@ from novelty_audit.judges import (
 from novelty_audit.judges.agents._search_agent import (
     BAD_ARGUMENTS,
     NO_MORE_SEARCHES,
-    SEARCH_TOOL,
     UNKNOWN_TOOL,
     agent_prompt,
     first_messages,
     parse_citation,
     read_query,
+    search_tool,
     without_own_papers,
 )
 from novelty_audit.llm import ToolCall
@@ -74,17 +74,21 @@ def test_a_search_call_without_a_usable_query_searches_nothing(arguments, query)
 
 
 def test_the_prompt_shows_the_idea_the_search_budget_and_the_prompted_judges_answer_contract():
-    pointwise = first_messages(agent_prompt("pointwise"), (IDEA,), "text", 3)
+    pointwise = first_messages(agent_prompt("pointwise"), (IDEA,), "text", 3, "arxiv")
     user = pointwise[-1]["content"]
-    assert pointwise[0]["role"] == "system" and "search(query)" in pointwise[0]["content"]
+    assert pointwise[0]["role"] == "system" and "search(query): it searches arXiv" in pointwise[0]["content"]
     assert IDEA.text in user and "at most 3 times" in user and '{"answer": "<yes or no>"}' in user and "{{" not in user
-    assert "as often as you need" in first_messages(agent_prompt("pointwise"), (IDEA,), "text", None)[-1]["content"]
-    pairwise = first_messages(agent_prompt("pairwise"), (IDEA, OTHER), "text", None)[-1]["content"]
+    assert "Search Semantic Scholar" in first_messages(agent_prompt("pointwise"), (IDEA,), "text", None, "semantic-scholar")[-1]["content"]
+    assert "as often as you need" in first_messages(agent_prompt("pointwise"), (IDEA,), "text", None, "arxiv")[-1]["content"]
+    pairwise = first_messages(agent_prompt("pairwise"), (IDEA, OTHER), "text", None, "arxiv")[-1]["content"]
     assert pairwise.index(IDEA.text) < pairwise.index(OTHER.text) and '{"answer": "<A or B>"}' in pairwise
     # the echoed prompt is no verdict
     assert parse_verdict("pointwise", user).outcome == "invalid" and parse_verdict("pairwise", pairwise).outcome == "invalid"
     assert agent_prompt("pointwise").digest != agent_prompt("pairwise").digest
-    assert SEARCH_TOOL.parameters["required"] == ["query"] and "{n}" in NO_MORE_SEARCHES
+    assert search_tool("arxiv").parameters["required"] == ["query"] and "Search arXiv" in search_tool("arxiv").description
+    # an idea holding the agent's own placeholders is shown as written
+    odd = Idea("i9", "Odd", "Braces {{source}} and {{search_limit}} in the text.", "d9")
+    assert odd.text in first_messages(agent_prompt("pointwise"), (odd,), "text", 2, "arxiv")[-1]["content"]
 
 
 def test_the_ideas_own_papers_are_left_out_of_a_result_and_recorded():
@@ -199,9 +203,11 @@ def test_pairwise_decisions_answer_a_or_b_in_both_orders(tmp_path, arxiv):
         f"Idea A:\n{IDEA.text}": [["message passing molecules"], 'Idea A is known.\nPrior paper: Neural Message Passing for Quantum Chemistry\n{"answer": "B"}'],
         f"Idea A:\n{OTHER.text}": [["sparse attention protein folding"], 'Idea A has no precedent.\n{"answer": "A"}'],
     }
+    arxiv.script("sparse attention", [entry("2001.00001", "Sparse attention for proteins.", "2020-01-01"), entry("2004.05150", "Longformer", "2020-04-10")])
     with MockLLM(answer=scripted(plans)) as llm:
         out = run(make_judge(tmp_path, llm, arxiv, tasks=("pairwise",)), pairs=[pair])
         assert llm.count == 4 and arxiv.count == 2
+        assert not any("2001.00001" in t or "Sparse attention for proteins." in t for t in tool_texts(llm)), "an idea's own paper was shown"
         again = run(make_judge(tmp_path, llm, arxiv, tasks=("pairwise",)), pairs=[pair])
         assert llm.count == 4 and arxiv.count == 2, "the rerun asked the LLM or arXiv"
     assert again.pairwise == out.pairwise
@@ -210,7 +216,9 @@ def test_pairwise_decisions_answer_a_or_b_in_both_orders(tmp_path, arxiv):
     assert (row["votes_forward"], row["votes_reverse"], row["n_rounds"], row["n_queries"]) == (["i2"], ["i2"], 4, 2)
     assert orjson.loads(row["citations"]) == [
         {"order": "forward", "vote": 0, "title": "Neural Message Passing for Quantum Chemistry", "doc_id": "arxiv:1704.01212", "retrieved": True}]
-    assert {d["query"] for d in orjson.loads(row["evidence_docs"])} == {"message passing molecules", "sparse attention protein folding"}
+    docs = orjson.loads(row["evidence_docs"])
+    assert {d["query"] for d in docs} == {"message passing molecules", "sparse attention protein folding"}
+    assert [(d["doc_id"], d["reason"]) for d in docs if d.get("role") == "dropped"] == [("arxiv:2001.00001", "own paper")]
 
 
 def test_past_max_queries_the_tool_answers_that_no_more_searches_are_allowed(tmp_path, arxiv):
