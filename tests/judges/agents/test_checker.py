@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from mock_llm import MockLLM
-from mock_s2 import MockS2, paper
+from mock_s2 import paper
 
 from novelty_audit.errors import ConfigError
 from novelty_audit.judges import Idea, JudgeContext, PointItem
@@ -192,18 +192,11 @@ def scripted(judge_answer: str = "Class: not novel\nReview: The idea repeats [1]
     return answer
 
 
-@pytest.fixture
-def s2():
-    with MockS2() as mock:
-        yield mock
-
-
-def decide(tmp_path, llm_url, s2_url, *, rerank="base", k=10, idea=IDEA, refresh=False):
+def decide(tmp_path, llm_url, search_args, *, rerank="base", k=10, idea=IDEA):
     """One checker decision through the real call layer (cache under tmp_path) and the real search layer."""
     client = LLMClient(Endpoint("openai", "mock-model", llm_url, api_key_env=None), CallSettings(),
-                       cache=CallCache(tmp_path / "calls"), refresh=refresh)
-    search = make_search(S2SearchArgs(source="semantic-scholar", base_url=s2_url, requests_per_second=1000, backoff_s=0.001),
-                         tmp_path / "cache", refresh=refresh)
+                       cache=CallCache(tmp_path / "calls"))
+    search = make_search(S2SearchArgs(**search_args), tmp_path / "cache")
 
     async def ask(step, messages):
         (reply,) = await client.ask_async([Request(messages=messages, label=step)])
@@ -223,10 +216,10 @@ def decide(tmp_path, llm_url, s2_url, *, rerank="base", k=10, idea=IDEA, refresh
         search.close()
 
 
-def test_a_decision_searches_every_query_ranks_by_similarity_and_cites_a_shown_paper(tmp_path, s2):
+def test_a_decision_searches_every_query_ranks_by_similarity_and_cites_a_shown_paper(tmp_path, s2, search_for):
     s2.script("attention graph pooling", [PRIOR, paper("p-far", "Protein folding at scale", 2018)])
     with MockLLM(answer=scripted(ranking="[1] > [2]")) as llm:
-        check = decide(tmp_path, llm.base_url, s2.base_url)
+        check = decide(tmp_path, llm.base_url, search_for(s2))
     assert check.outcome == "valid" and check.choice == "NEGATIVE", check
     assert check.queries == ["attention graph pooling", "Pooling Molecules", IDEA]
     assert [r.query for r in check.searches] == check.queries and s2.count == 3
@@ -238,10 +231,10 @@ def test_a_decision_searches_every_query_ranks_by_similarity_and_cites_a_shown_p
     assert [r.entry.get("outcome") for r in check.replies] == ["valid"] * 3
 
 
-def test_a_failed_search_ends_the_decision_as_an_error_never_a_verdict(tmp_path, s2):
+def test_a_failed_search_ends_the_decision_as_an_error_never_a_verdict(tmp_path, s2, search_for):
     s2.add_fault("Pooling Molecules", "500")
     with MockLLM(answer=scripted()) as llm:
-        check = decide(tmp_path, llm.base_url, s2.base_url, rerank="none")
+        check = decide(tmp_path, llm.base_url, search_for(s2), rerank="none")
     assert (check.outcome, check.choice, check.error_reason) == ("error", None, "search: HTTP 500")
     assert len(check.replies) == 1  # the keywords turn only: no judge was asked
 
@@ -267,12 +260,17 @@ ITEM = PointItem("toy", Idea("i-1", "Our own paper", IDEA, "d" * 64, "area"), "N
 OWN = paper("p-own", "Our own paper", 2024)
 
 
-def checker(tmp_path, llm, s2, **args):
-    """A checker judge on the mocks with the test-double embedder (its caches under tmp_path/cache)."""
-    ctx = JudgeContext(name="checker", cache_dir=tmp_path / "cache", tasks=("pointwise",), progress=False)
-    search = {"source": "semantic-scholar", "base_url": s2.base_url, "requests_per_second": 1000, "backoff_s": 0.001}
-    cfg = CheckerArgs(model="mock-model", base_url=llm.base_url, api_key_env=None, search=search, **args)
-    return IdeaNoveltyChecker(ctx, cfg, embedder=BagOfWordsEmbedder(tmp_path / "cache"))
+@pytest.fixture
+def checker(tmp_path, s2, search_for):
+    """`checker(llm, **args)`: a checker judge on the mock LLM and the mock S2 with the test-double embedder
+    (its caches under tmp_path/cache)."""
+
+    def make(llm, **args):
+        ctx = JudgeContext(name="checker", cache_dir=tmp_path / "cache", tasks=("pointwise",), progress=False)
+        cfg = CheckerArgs(model="mock-model", base_url=llm.base_url, api_key_env=None, search=search_for(s2), **args)
+        return IdeaNoveltyChecker(ctx, cfg, embedder=BagOfWordsEmbedder(tmp_path / "cache"))
+
+    return make
 
 
 def row_of(judge, item=ITEM):
@@ -292,10 +290,10 @@ def steps(llm) -> list[str]:
     return [next(v for k, v in names.items() if k in t) for t in text]
 
 
-def test_the_checker_judges_an_idea_with_audited_evidence_and_a_grounded_citation(tmp_path, s2):
+def test_the_checker_judges_an_idea_with_audited_evidence_and_a_grounded_citation(checker, s2):
     s2.script("attention graph pooling", [PRIOR, OWN, paper("p-far", "Protein folding at scale", 2018)])
     with MockLLM(answer=scripted(ranking="[1] > [2]")) as llm:
-        row = row_of(checker(tmp_path, llm, s2, rerank="base"))
+        row = row_of(checker(llm, rerank="base"))
     assert (row["predicted"], row["n_valid"], row["n_undecided"]) == ("NEGATIVE", 1, 0)
     assert (row["n_rounds"], row["n_queries"]) == (3, 3)  # keywords, one rerank window, judge; 2 keywords + snippet
     assert json.loads(row["citations"]) == [
@@ -320,19 +318,19 @@ def test_the_checker_judges_an_idea_with_audited_evidence_and_a_grounded_citatio
         ("priority", 20, ["keywords", "facets", "rerank", "judge"]),
     ],
 )
-def test_each_rerank_mode_asks_its_own_turns(tmp_path, s2, rerank, window, expected):
+def test_each_rerank_mode_asks_its_own_turns(checker, rerank, window, expected):
     with MockLLM(answer=scripted()) as llm:
-        row = row_of(checker(tmp_path, llm, s2, rerank=rerank, window=window, step=2, k=3, candidates=8))
+        row = row_of(checker(llm, rerank=rerank, window=window, step=2, k=3, candidates=8))
         assert steps(llm) == expected
     assert row["n_rounds"] == len(expected) and row["n_valid"] == 1
     if rerank == "priority":
         assert "Purpose: property prediction" in llm.requests[2].body["messages"][-1]["content"]
 
 
-def test_the_rerank_decides_which_papers_the_judge_sees(tmp_path, s2):
+def test_the_rerank_decides_which_papers_the_judge_sees(checker, s2):
     s2.script("attention graph pooling", [PRIOR, paper("p-far", "Protein folding at scale", 2018)])
     with MockLLM(answer=scripted(ranking="[8] > [7]")) as llm:
-        row = row_of(checker(tmp_path, llm, s2, rerank="base", k=2))
+        row = row_of(checker(llm, rerank="base", k=2))
         judge_prompt = llm.requests[-1].body["messages"][-1]["content"]
     shown = sorted((d["shown"], d["doc_id"]) for d in json.loads(row["evidence_docs"]) if d.get("shown"))
     assert len(shown) == 2 and "s2:p-prior" not in [s for _, s in shown]  # the least similar two, moved up
@@ -340,41 +338,41 @@ def test_the_rerank_decides_which_papers_the_judge_sees(tmp_path, s2):
     assert PRIOR["title"] not in judge_prompt
 
 
-def test_a_not_novel_answer_naming_no_shown_paper_is_an_ungrounded_negative(tmp_path, s2):
+def test_a_not_novel_answer_naming_no_shown_paper_is_an_ungrounded_negative(checker, s2):
     answer = "Class: not novel\nReview: This has clearly been done before, see [42]."
     with MockLLM(answer=scripted(judge_answer=answer)) as llm:
-        row = row_of(checker(tmp_path, llm, s2, rerank="none"))
+        row = row_of(checker(llm, rerank="none"))
     assert row["predicted"] == "NEGATIVE"
     assert json.loads(row["citations"]) == [{"order": None, "vote": 0, "title": None, "doc_id": None, "retrieved": False}]
 
 
-def test_a_novel_answer_is_a_positive_without_a_citation(tmp_path, s2):
+def test_a_novel_answer_is_a_positive_without_a_citation(checker, s2):
     with MockLLM(answer=scripted(judge_answer="Class: novel\nReview: Unlike [1], it pools by attention.")) as llm:
-        row = row_of(checker(tmp_path, llm, s2, rerank="none"))
+        row = row_of(checker(llm, rerank="none"))
     assert (row["predicted"], row["score"], json.loads(row["citations"])) == ("POSITIVE", 1.0, [])
 
 
-def test_an_unreadable_class_is_invalid_and_no_vote(tmp_path, s2):
+def test_an_unreadable_class_is_invalid_and_no_vote(checker, s2):
     with MockLLM(answer=scripted(judge_answer="Class: <novel or not novel>\nReview: <your review>")) as llm:
-        row = row_of(checker(tmp_path, llm, s2, rerank="none"))
+        row = row_of(checker(llm, rerank="none"))
     assert (row["predicted"], row["n_valid"], row["n_invalid"]) == ("none", 0, 1)
 
 
-def test_a_search_failing_after_its_retries_is_an_error_row_naming_it(tmp_path, s2):
+def test_a_search_failing_after_its_retries_is_an_error_row_naming_it(checker, s2):
     s2.add_fault("Pooling Molecules", "500")
     with MockLLM(answer=scripted()) as llm:
-        row = row_of(checker(tmp_path, llm, s2, rerank="none"))
+        row = row_of(checker(llm, rerank="none"))
         assert steps(llm) == ["keywords"]
     assert (row["predicted"], row["n_error"], row["error_reasons"]) == ("none", 1, ["search: HTTP 500"])
 
 
-def test_a_rerun_asks_nothing_embeds_nothing_and_writes_identical_rows(tmp_path, s2):
+def test_a_rerun_asks_nothing_embeds_nothing_and_writes_identical_rows(checker, s2):
     s2.script("attention graph pooling", [PRIOR])
     with MockLLM(answer=scripted()) as llm:
-        first_judge = checker(tmp_path, llm, s2, rerank="priority", votes=2)
+        first_judge = checker(llm, rerank="priority", votes=2)
         first = row_of(first_judge)
         llm_calls, searches = llm.count, s2.count
-        again = checker(tmp_path, llm, s2, rerank="priority", votes=2)
+        again = checker(llm, rerank="priority", votes=2)
         second = row_of(again)
         assert (llm.count, s2.count) == (llm_calls, searches)
     assert llm_calls == 8 and first["n_valid"] == 2  # two votes, each its own four turns (replicate index)
@@ -399,3 +397,18 @@ def test_the_default_embedder_is_minilm_with_vectors_cached_under_the_store(buil
 def test_bad_checker_args_fail_when_params_load(build, bad):
     with pytest.raises(ConfigError, match="judge.judges.j.args"):
         build("idea-novelty-checker", tasks=("pointwise",), model="m", **bad)
+
+
+def test_search_drift_on_refresh_changes_the_evidence_and_names_the_new_paper(checker, s2, search_for, tmp_path):
+    s2.script("attention graph pooling", [PRIOR])
+    with MockLLM(answer=scripted()) as llm:
+        before = row_of(checker(llm, rerank="none"))
+        s2.script("attention graph pooling", [PRIOR, paper("p-new", "A newly indexed pooling paper", 2020)])
+        ctx = JudgeContext(name="checker", cache_dir=tmp_path / "cache", tasks=("pointwise",), progress=False)
+        cfg = CheckerArgs(model="mock-model", base_url=llm.base_url, api_key_env=None, rerank="none",
+                          search=search_for(s2, refresh=True))
+        after = row_of(IdeaNoveltyChecker(ctx, cfg, embedder=BagOfWordsEmbedder(tmp_path / "cache")))
+    assert after["config_digest"] == before["config_digest"]  # refresh decides no result
+    assert after["evidence_digest"] != before["evidence_digest"]
+    new = [d for d in json.loads(after["evidence_docs"]) if d["doc_id"] == "s2:p-new"]
+    assert [(d["query"], d["rank"]) for d in new] == [("attention graph pooling", 1)] and new[0]["similarity"] is not None
