@@ -24,6 +24,7 @@ BACKENDS: dict[str, Lazy] = {
     "distance-yin": Lazy("novelty_audit.judges.distance._judge:distance_yin", "novelty_audit.judges.distance._judge:DistanceArgs"),
     "distance-knn": Lazy("novelty_audit.judges.distance._judge:distance_knn", "novelty_audit.judges.distance._judge:KnnArgs"),
     "distance-rnd": Lazy("novelty_audit.judges.distance._judge:distance_rnd", "novelty_audit.judges.distance._judge:RndArgs"),
+    "ai-scientist": Lazy("novelty_audit.judges.agents._ai_scientist:ai_scientist", "novelty_audit.judges.agents._ai_scientist:AiScientistArgs"),
     "idea-novelty-checker": Lazy("novelty_audit.judges.agents._checker:idea_novelty_checker", "novelty_audit.judges.agents._checker:CheckerArgs"),
     "search-agent": Lazy("novelty_audit.judges.agents._search_agent:search_agent", "novelty_audit.judges.agents._search_agent:SearchAgentArgs"),
 }
