@@ -34,7 +34,7 @@ from ...llm import (
     ToolCall,
     tool_result,
 )
-from ...search import ArxivSearchArgs, SearchArgs, SearchResult, same_title
+from ...search import ArxivSearchArgs, SearchArgs
 from ...templates import packaged
 from .._base import Idea
 from .._prompts import PromptTemplate, parse_verdict
@@ -217,19 +217,6 @@ def classify(task: Literal["pairwise", "pointwise"], reply: Reply) -> tuple[str,
     return outcome, choice, note
 
 
-def without_own_papers(result: SearchResult, titles: tuple[str, ...]) -> SearchResult:
-    """`result` with every paper whose title is one of the shown ideas' moved to `excluded` as `own paper`
-    (the search layer leaves out one title; a pair shows two)."""
-    if not result.ok:
-        return result
-    own = [p for p in result.papers if any(same_title(p.title, t) for t in titles)]
-    if not own:
-        return result
-    kept = tuple(p for p in result.papers if p not in own)
-    excluded = result.excluded + tuple({"doc_id": p.doc_id, "title": p.title, "reason": "own paper"} for p in own)
-    return dataclasses.replace(result, papers=kept, excluded=excluded)
-
-
 # -- the judge ---------------------------------------------------------------------------------------
 
 
@@ -263,8 +250,7 @@ class SearchAgentJudge(AgentJudge):
         """One decision: turns until the model answers without a tool call (or `max_rounds` pass)."""
         a = self.args
         messages = first_messages(self.templates[call.task], call.shown, a.input_form, a.max_queries, a.search.source)
-        # Sorted, so both presentation orders of a pair send a query with the same own-paper filter.
-        titles = tuple(sorted(idea.title for idea in call.shown))
+        titles = tuple(idea.title for idea in call.shown)
         run = Tally()
         for round_no in range(1, a.max_rounds + 1):
             request = Request(messages=list(messages), sampling=self.turn_sampling, replicate=call.vote_index, tools=(self.tool,),
@@ -294,10 +280,9 @@ class SearchAgentJudge(AgentJudge):
             return BAD_ARGUMENTS, None
         if self.args.max_queries is not None and len(run.searches) >= self.args.max_queries:
             return NO_MORE_SEARCHES.format(n=self.args.max_queries), None
-        result = await self.search.search_async(query, exclude_title=titles[0])
+        result = await self.search.search_async(query, exclude_title=titles)  # a pair: both ideas' own papers
         if not result.ok:
             return "", result.failure
-        result = without_own_papers(result, titles[1:])
         run.searches.append(result)
         return result.text(self.args.max_chars), None
 

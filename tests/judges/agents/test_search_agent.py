@@ -4,23 +4,15 @@ every search cached and audited; a not-novel answer cites the prior paper it res
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from mock_arxiv import MockArxiv, entry
+from mock_arxiv import entry
 from mock_llm import MockLLM, tool_results
 
 from novelty_audit.errors import ConfigError
-from novelty_audit.judges import (
-    JUDGES,
-    Idea,
-    JudgeContext,
-    PairItem,
-    PointItem,
-    parse_verdict,
-)
+from novelty_audit.judges import Idea, PairItem, PointItem, parse_verdict
 from novelty_audit.judges.agents._search_agent import (
     BAD_ARGUMENTS,
     NO_MORE_SEARCHES,
@@ -30,10 +22,8 @@ from novelty_audit.judges.agents._search_agent import (
     parse_citation,
     read_query,
     search_tool,
-    without_own_papers,
 )
 from novelty_audit.llm import ToolCall
-from novelty_audit.search import Paper, SearchResult
 
 IDEA = Idea("i1", "Graph nets for molecules", "We predict molecule properties with message passing.", "d1")
 OTHER = Idea("i2", "Sparse attention for proteins", "We fold proteins with sparse attention.", "d2")
@@ -91,17 +81,6 @@ def test_the_prompt_shows_the_idea_the_search_budget_and_the_prompted_judges_ans
     assert odd.text in first_messages(agent_prompt("pointwise"), (odd,), "text", 2, "arxiv")[-1]["content"]
 
 
-def test_the_ideas_own_papers_are_left_out_of_a_result_and_recorded():
-    def paper(i: str, title: str) -> Paper:
-        return Paper(f"arxiv:{i}", title, ("A B",), None, 2020, "2020-01-01", None, "abs", None, "arxiv")
-
-    found = SearchResult("arxiv", "q", (paper("1", "graph nets for Molecules."), paper("2", "Other"), paper("3", "Sparse attention for proteins")))
-    kept = without_own_papers(found, (IDEA.title, OTHER.title))
-    assert [p.doc_id for p in kept.papers] == ["arxiv:2"]
-    assert [(e["doc_id"], e["reason"]) for e in kept.excluded] == [("arxiv:1", "own paper"), ("arxiv:3", "own paper")]
-    assert without_own_papers(SearchResult("arxiv", "q", failure="HTTP 429"), (IDEA.title,)).failure == "HTTP 429"
-
-
 # -- whole decisions against the mock LLM and the mock arXiv API ---------------------------------------
 
 MPNN = entry("1704.01212", "Neural Message Passing for Quantum Chemistry", "2017-04-04")
@@ -127,23 +106,28 @@ def scripted(plans: dict[str, list[Any]]) -> Callable[[dict[str, Any], int], Any
 
 
 @pytest.fixture
-def arxiv():
-    with MockArxiv() as mock:
-        mock.script("message passing", [MPNN, entry("1806.01261", "Relational inductive biases, deep learning, and graph networks", "2018-06-04")])
-        yield mock
+def ax(arxiv):
+    """The arXiv mock with the message-passing papers scripted."""
+    arxiv.script("message passing", [MPNN, entry("1806.01261", "Relational inductive biases, deep learning, and graph networks", "2018-06-04")])
+    return arxiv
 
 
-@pytest.fixture(autouse=True)
-def fake_key(monkeypatch):
+@pytest.fixture
+def llm(mock_llm, monkeypatch):
     monkeypatch.setenv("MOCK_API_KEY", "sk-test")
+    return mock_llm
 
 
-def make_judge(tmp_path: Path, llm: MockLLM, arxiv: MockArxiv, tasks=("pairwise", "pointwise"), **args: Any):
-    fast = {"source": "arxiv", "base_url": arxiv.base_url, "requests_per_second": 1000, "backoff_s": 0.001, "max_backoff_s": 0.01,
-            "max_retries": 1, "timeout_s": 10}  # fmt: skip
-    ctx = JudgeContext(name="agent", cache_dir=tmp_path / "cache", tasks=tasks)
-    return JUDGES.create("search-agent", ctx=ctx, **{"model": "mock", "base_url": llm.base_url, "api_key_env": "MOCK_API_KEY",
-                                                     "backoff_s": 0.01, "search": fast, **args})  # fmt: skip
+@pytest.fixture
+def agent(build, llm, ax, search_for):
+    """`agent(tasks=..., **args)`: a search-agent judge on the mock LLM and the arXiv mock (caches shared by
+    every judge a test builds, so a second one is a re-run)."""
+
+    def make(tasks=("pairwise", "pointwise"), **args: Any):
+        return build("search-agent", "agent", tasks=tasks, **{"model": "mock", "base_url": llm.base_url, "api_key_env": "MOCK_API_KEY",
+                                                              "backoff_s": 0.01, "search": search_for(ax, max_retries=1), **args})  # fmt: skip
+
+    return make
 
 
 def run(judge, pairs=(), points=()):
@@ -167,17 +151,17 @@ def tool_texts(llm: MockLLM) -> list[str]:
     return seen
 
 
-def test_pointwise_decisions_search_arxiv_cite_the_prior_paper_and_rerun_from_the_caches(tmp_path, arxiv):
+def test_pointwise_decisions_search_arxiv_cite_the_prior_paper_and_rerun_from_the_caches(agent, llm, ax):
     plans = {
         IDEA.text: [["message passing molecules"], ["graph networks chemistry"], NOT_NOVEL],
         OTHER.text: [["sparse attention protein folding"], 'Nothing like it was found.\n{"answer": "yes"}'],
         THIRD.text: [["contrastive table pretraining"], 'Tables were pretrained before.\nPrior paper: A Paper Nobody Found\n{"answer": "no"}'],
     }
-    with MockLLM(answer=scripted(plans)) as llm:
-        out = run(make_judge(tmp_path, llm, arxiv), points=points(IDEA, OTHER, THIRD))
-        asked, searched = llm.count, arxiv.count
-        again = run(make_judge(tmp_path, llm, arxiv), points=points(IDEA, OTHER, THIRD))
-        assert (llm.count, arxiv.count) == (asked, searched), "the rerun asked the LLM or arXiv"
+    llm.answer = scripted(plans)
+    out = run(agent(), points=points(IDEA, OTHER, THIRD))
+    asked, searched = llm.count, ax.count
+    again = run(agent(), points=points(IDEA, OTHER, THIRD))
+    assert (llm.count, ax.count) == (asked, searched), "the rerun asked the LLM or arXiv"
     assert (asked, searched) == (3 + 2 + 2, 4)
     assert again.pointwise == out.pointwise, "the rerun's rows differ"
     rows = {r["idea_id"]: r for r in out.pointwise}
@@ -197,19 +181,19 @@ def test_pointwise_decisions_search_arxiv_cite_the_prior_paper_and_rerun_from_th
     assert all(r.body["tools"][0]["function"]["name"] == "search" for r in llm.requests)
 
 
-def test_pairwise_decisions_answer_a_or_b_in_both_orders(tmp_path, arxiv):
+def test_pairwise_decisions_answer_a_or_b_in_both_orders(agent, llm, ax):
     pair = PairItem("ds", "p1", IDEA, OTHER, gold_idea_id=OTHER.idea_id)
     plans = {
         f"Idea A:\n{IDEA.text}": [["message passing molecules"], 'Idea A is known.\nPrior paper: Neural Message Passing for Quantum Chemistry\n{"answer": "B"}'],
         f"Idea A:\n{OTHER.text}": [["sparse attention protein folding"], 'Idea A has no precedent.\n{"answer": "A"}'],
     }
-    arxiv.script("sparse attention", [entry("2001.00001", "Sparse attention for proteins.", "2020-01-01"), entry("2004.05150", "Longformer", "2020-04-10")])
-    with MockLLM(answer=scripted(plans)) as llm:
-        out = run(make_judge(tmp_path, llm, arxiv, tasks=("pairwise",)), pairs=[pair])
-        assert llm.count == 4 and arxiv.count == 2
-        assert not any("2001.00001" in t or "Sparse attention for proteins." in t for t in tool_texts(llm)), "an idea's own paper was shown"
-        again = run(make_judge(tmp_path, llm, arxiv, tasks=("pairwise",)), pairs=[pair])
-        assert llm.count == 4 and arxiv.count == 2, "the rerun asked the LLM or arXiv"
+    ax.script("sparse attention", [entry("2001.00001", "Sparse attention for proteins.", "2020-01-01"), entry("2004.05150", "Longformer", "2020-04-10")])
+    llm.answer = scripted(plans)
+    out = run(agent(tasks=("pairwise",)), pairs=[pair])
+    assert llm.count == 4 and ax.count == 2
+    assert not any("2001.00001" in t or "Sparse attention for proteins." in t for t in tool_texts(llm)), "an idea's own paper was shown"
+    again = run(agent(tasks=("pairwise",)), pairs=[pair])
+    assert llm.count == 4 and ax.count == 2, "the rerun asked the LLM or arXiv"
     assert again.pairwise == out.pairwise
     [row] = out.pairwise
     assert (row["verdict"], row["verdict_forward"], row["verdict_reverse"]) == ("i2", "i2", "i2")
@@ -221,72 +205,72 @@ def test_pairwise_decisions_answer_a_or_b_in_both_orders(tmp_path, arxiv):
     assert [(d["doc_id"], d["reason"]) for d in docs if d.get("role") == "dropped"] == [("arxiv:2001.00001", "own paper")]
 
 
-def test_past_max_queries_the_tool_answers_that_no_more_searches_are_allowed(tmp_path, arxiv):
+def test_past_max_queries_the_tool_answers_that_no_more_searches_are_allowed(agent, llm, ax):
     plans = {IDEA.text: [["message passing molecules", "graph networks chemistry"], ["molecule property prediction"], NOT_NOVEL]}
-    with MockLLM(answer=scripted(plans)) as llm:
-        out = run(make_judge(tmp_path, llm, arxiv, tasks=("pointwise",), max_queries=1), points=points(IDEA))
-        shown = tool_texts(llm)
-        prompt = llm.requests[0].body["messages"][-1]["content"]
-    assert arxiv.count == 1 and "at most 1 time" not in prompt and "search once" in prompt
+    llm.answer = scripted(plans)
+    out = run(agent(tasks=("pointwise",), max_queries=1), points=points(IDEA))
+    shown = tool_texts(llm)
+    prompt = llm.requests[0].body["messages"][-1]["content"]
+    assert ax.count == 1 and "at most 1 time" not in prompt and "search once" in prompt
     [row] = out.pointwise
     assert (row["predicted"], row["n_queries"], row["n_rounds"]) == ("NEGATIVE", 1, 3)
     assert shown[1:] == [NO_MORE_SEARCHES.format(n=1)] and "Neural Message Passing" in shown[0]
 
 
-def test_a_search_failing_after_its_retries_ends_the_decision_as_an_error_not_a_verdict(tmp_path, arxiv):
-    arxiv.add_fault("protein", "500")
+def test_a_search_failing_after_its_retries_ends_the_decision_as_an_error_not_a_verdict(agent, llm, ax):
+    ax.add_fault("protein", "500")
     plans = {OTHER.text: [["sparse attention protein folding"], 'Nothing like it.\n{"answer": "yes"}'],
              IDEA.text: [["message passing molecules"], NOT_NOVEL]}  # fmt: skip
-    with MockLLM(answer=scripted(plans)) as llm:
-        out = run(make_judge(tmp_path, llm, arxiv, tasks=("pointwise",)), points=points(IDEA, OTHER))
-        rows = {r["idea_id"]: r for r in out.pointwise}
-        assert (rows["i2"]["predicted"], rows["i2"]["n_error"], rows["i2"]["error_reasons"]) == ("none", 1, ["search: HTTP 500"])
-        assert rows["i1"]["predicted"] == "NEGATIVE" and list(out.failed_calls.values()) == ["search: HTTP 500"]
-        arxiv.reset()  # the API recovers (requests forgotten too): the failed search is asked again, the turns before it come from the cache
-        asked = llm.count
-        again = {r["idea_id"]: r for r in run(make_judge(tmp_path, llm, arxiv, tasks=("pointwise",)), points=points(IDEA, OTHER)).pointwise}
-        assert llm.count == asked + 1 and arxiv.count == 1  # only i2's search and final turn: nothing else is asked again
+    llm.answer = scripted(plans)
+    out = run(agent(tasks=("pointwise",)), points=points(IDEA, OTHER))
+    rows = {r["idea_id"]: r for r in out.pointwise}
+    assert (rows["i2"]["predicted"], rows["i2"]["n_error"], rows["i2"]["error_reasons"]) == ("none", 1, ["search: HTTP 500"])
+    assert rows["i1"]["predicted"] == "NEGATIVE" and list(out.failed_calls.values()) == ["search: HTTP 500"]
+    ax.reset()  # the API recovers (requests forgotten too): the failed search is asked again, the turns before it come from the cache
+    asked = llm.count
+    again = {r["idea_id"]: r for r in run(agent(tasks=("pointwise",)), points=points(IDEA, OTHER)).pointwise}
+    assert llm.count == asked + 1 and ax.count == 1  # only i2's search and final turn: nothing else is asked again
     assert again["i2"]["predicted"] == "POSITIVE" and again["i2"]["n_error"] == 0
 
 
-def test_reasoning_effort_is_sent_with_every_turn_and_enters_the_config(tmp_path, arxiv):
+def test_reasoning_effort_is_sent_with_every_turn_and_enters_the_config(agent, llm, ax):
     plans = {IDEA.text: [["message passing molecules"], NOT_NOVEL]}
-    with MockLLM(answer=scripted(plans)) as llm:
-        judge = make_judge(tmp_path, llm, arxiv, tasks=("pointwise",), reasoning="low")
-        plain = make_judge(tmp_path, llm, arxiv, tasks=("pointwise",))
-        run(judge, points=points(IDEA))
-        plain.close()
+    llm.answer = scripted(plans)
+    judge = agent(tasks=("pointwise",), reasoning="low")
+    plain = agent(tasks=("pointwise",))
+    run(judge, points=points(IDEA))
+    plain.close()
     assert [r.body.get("reasoning_effort") for r in llm.requests] == ["low", "low"]
     assert judge.config()["reasoning"] == "low" and judge.config_digest != plain.config_digest
     with pytest.raises(ConfigError, match="reasoning"):
-        make_judge(tmp_path, llm, arxiv, reasoning="low", sampling={"reasoning_effort": "high"})
+        agent(reasoning="low", sampling={"reasoning_effort": "high"})
 
 
-def test_a_tool_call_without_a_query_or_to_an_unknown_tool_searches_nothing(tmp_path, arxiv):
+def test_a_tool_call_without_a_query_or_to_an_unknown_tool_searches_nothing(agent, llm, ax):
     def answer(body: dict[str, Any], nth: int) -> Any:
         if tool_results(body):
             return '{"answer": "yes"}'
         return {"tool_calls": [{"name": "search", "arguments": {"q": "x"}}, {"name": "browse", "arguments": {"url": "x"}}]}
 
-    with MockLLM(answer=answer) as llm:
-        [row] = run(make_judge(tmp_path, llm, arxiv, tasks=("pointwise",)), points=points(IDEA)).pointwise
-        shown = tool_texts(llm)
-    assert arxiv.count == 0 and (row["predicted"], row["n_queries"], row["n_rounds"]) == ("POSITIVE", 0, 2)
+    llm.answer = answer
+    [row] = run(agent(tasks=("pointwise",)), points=points(IDEA)).pointwise
+    shown = tool_texts(llm)
+    assert ax.count == 0 and (row["predicted"], row["n_queries"], row["n_rounds"]) == ("POSITIVE", 0, 2)
     assert shown == [BAD_ARGUMENTS, UNKNOWN_TOOL.format(name="browse")]
 
 
-def test_a_decision_without_an_answer_after_max_rounds_is_undecided(tmp_path, arxiv):
+def test_a_decision_without_an_answer_after_max_rounds_is_undecided(agent, llm, ax):
     plans = {IDEA.text: [["message passing molecules"]]}  # searches forever
-    with MockLLM(answer=scripted(plans)) as llm:
-        [row] = run(make_judge(tmp_path, llm, arxiv, tasks=("pointwise",), max_rounds=3), points=points(IDEA)).pointwise
-        assert llm.count == 3
+    llm.answer = scripted(plans)
+    [row] = run(agent(tasks=("pointwise",), max_rounds=3), points=points(IDEA)).pointwise
+    assert llm.count == 3
     assert (row["predicted"], row["n_undecided"], row["n_valid"], row["n_rounds"]) == ("none", 1, 0, 3)
 
 
-def test_the_agent_speaks_anthropic_messages_tool_use_too(tmp_path, arxiv):
+def test_the_agent_speaks_anthropic_messages_tool_use_too(agent, llm, ax):
     plans = {IDEA.text: [["message passing molecules"], NOT_NOVEL]}
-    with MockLLM(answer=scripted(plans)) as llm:
-        [row] = run(make_judge(tmp_path, llm, arxiv, tasks=("pointwise",), provider="anthropic", base_url=llm.root_url), points=points(IDEA)).pointwise
-        second = llm.requests[1].body
+    llm.answer = scripted(plans)
+    [row] = run(agent(tasks=("pointwise",), provider="anthropic", base_url=llm.root_url), points=points(IDEA)).pointwise
+    second = llm.requests[1].body
     assert (row["predicted"], row["n_queries"], orjson.loads(row["citations"])[0]["retrieved"]) == ("NEGATIVE", 1, True)
     assert second["messages"][1]["content"][-1]["type"] == "tool_use" and second["messages"][2]["content"][0]["type"] == "tool_result"
