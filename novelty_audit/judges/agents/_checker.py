@@ -39,17 +39,17 @@ from .._protocol import Call, CallResult
 from ._base import AgentArgs, AgentJudge, AgentRun, Tally
 
 __all__ = [
-    "CheckerArgs",
-    "CheckerRun",
-    "IdeaNoveltyChecker",
-    "idea_novelty_checker",
+    "Candidate",
     "Check",
     "CheckSettings",
+    "CheckerArgs",
     "CheckerPrompts",
+    "CheckerRun",
     "ClassAnswer",
-    "Candidate",
+    "IdeaNoveltyChecker",
     "candidate_text",
     "cited_ids",
+    "idea_novelty_checker",
     "parse_class",
     "parse_facets",
     "parse_queries",

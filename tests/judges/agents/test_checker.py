@@ -18,9 +18,8 @@ from novelty_audit.judges import Idea, JudgeContext, PointItem
 from novelty_audit.judges.agents._checker import (
     CheckerArgs,
     CheckerPrompts,
-    IdeaNoveltyChecker,
     CheckSettings,
-    run_check,
+    IdeaNoveltyChecker,
     candidate_text,
     cited_ids,
     parse_class,
@@ -28,6 +27,7 @@ from novelty_audit.judges.agents._checker import (
     parse_queries,
     parse_ranking,
     rank_by_similarity,
+    run_check,
     snippet_query,
     window_plan,
 )
