@@ -412,3 +412,11 @@ def test_search_drift_on_refresh_changes_the_evidence_and_names_the_new_paper(ch
     assert after["evidence_digest"] != before["evidence_digest"]
     new = [d for d in json.loads(after["evidence_docs"]) if d["doc_id"] == "s2:p-new"]
     assert [(d["query"], d["rank"]) for d in new] == [("attention graph pooling", 1)] and new[0]["similarity"] is not None
+
+
+def test_a_refused_judge_answer_is_a_refusal_not_a_vote(checker, s2):
+    with MockLLM(answer=scripted()) as llm:
+        llm.add_rule("Class: <novel or not novel>", "refusal")
+        row = row_of(checker(llm, rerank="none"))
+    assert (row["predicted"], row["n_refusal"], row["n_valid"]) == ("none", 1, 0)
+    assert json.loads(row["citations"]) == []
