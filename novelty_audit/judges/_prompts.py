@@ -51,7 +51,7 @@ FORMAT_VERSION = "v2"
 model could echo and an older parser read as a vote (issue 17); v2 shows a placeholder that is no verdict."""
 EXAMPLE_VERSION = "v1"
 """Verdict forms `verdict-<task>-v1.txt`, put into the contract at `{{verdict_example}}`."""
-JUDGE_TEMPLATE_PREFIXES = ("pairwise-", "pointwise-", "format-", "verdict-", "guard-")
+JUDGE_TEMPLATE_PREFIXES = ("pairwise-", "pointwise-", "format-", "verdict-", "guard-", "agent-")
 """Prompt files that make up a judge prompt (other stages' prompts share the folder, not the judge's identity)."""
 
 
