@@ -25,6 +25,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import Field, model_validator
 
+from ...artifacts import digest_bytes
 from ...llm import (
     TRUNCATING_FINISH,
     Reply,
@@ -71,10 +72,11 @@ def search_tool(source: str) -> Tool:
         },
     )
 
+
 NO_MORE_SEARCHES = "No more searches are allowed: the limit of {n} searches is reached. Answer now with what you have found."
 BAD_ARGUMENTS = 'Nothing was searched: the search tool takes one argument, "query", a non-empty string.'
 UNKNOWN_TOOL = "Nothing was run: there is no tool named {name!r}; the only tool is search(query)."
-SEARCH_LIMIT = {None: "You may search as often as you need.", 1: "You may search once."}
+SEARCH_LIMIT = {None: "You may search as often as you need.", 0: "You may not search: decide from the idea alone.", 1: "You may search once."}
 """The prompt's sentence on the search budget ({{search_limit}}); other caps: `You may search at most N times.`"""
 
 
@@ -124,8 +126,6 @@ class SearchAgentArgs(AgentArgs):
 def agent_prompt(task: Literal["pairwise", "pointwise"]) -> PromptTemplate:
     """The packaged agent template `agent-search-<task>-v1.txt` with the prompted judges' output contract
     (`format-brief-v2.txt` showing `verdict-<task>-v1.txt`); its digest covers the three files' bytes."""
-    from ...artifacts import digest_bytes
-
     body = packaged(f"agent-search-{task}-{PROMPT_VERSION}.txt").data
     fmt = packaged(FORMAT_FILE).data
     example = packaged(f"verdict-{task}-v1.txt").data
@@ -151,6 +151,7 @@ def first_messages(template: PromptTemplate, shown: tuple[Idea, ...], form: str,
     """The conversation's opening: system text and the idea(s) with the search source and budget and the
     answer contract. The agent's placeholders are filled in the template before the ideas go in, so an idea
     text holding "{{source}}" stays as written."""
+
     def fill(text: str) -> str:
         return text.replace("{{source}}", SOURCE_NAMES[source]).replace("{{search_limit}}", search_limit(max_queries))
 
