@@ -256,6 +256,7 @@ def judges(
     swept = jp.sweep_variants()
     for j in cat["judges"]:  # a sweep's variants say which sweep, base and knob values made them
         j["sweep"] = swept[j["judge"]].model_dump() if j["judge"] in swept else None
+        j["datasets"] = jp.datasets_of(j["judge"])
     if as_json:
         _json(cat)
         return
@@ -265,10 +266,11 @@ def judges(
     for name, doc in cat["backends"].items():
         t.add_row(name, doc)
     out.print(t)
-    t = Table("judge", "backend", "enabled", "sweep", "args", title="configured judges (params.yaml judge.judges and judge.sweeps)")
+    t = Table("judge", "backend", "enabled", "sweep", "datasets", "args", title="configured judges (params.yaml judge.judges and judge.sweeps)")
     for j in cat["judges"]:
         sweep = f"{j['sweep']['sweep']} (base {j['sweep']['base']})" if j["sweep"] else ""
-        t.add_row(j["judge"], j["backend"], "yes" if j["enabled"] else "no" + (" (optional)" if j["optional"] else ""), sweep, orjson.dumps(j["args"]).decode())
+        t.add_row(j["judge"], j["backend"], "yes" if j["enabled"] else "no" + (" (optional)" if j["optional"] else ""), sweep,
+                  ", ".join(j["datasets"]), orjson.dumps(j["args"]).decode())
     out.print(t)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer, model_validator
 
 from .config import (
     DATASET_NAMES,
@@ -32,6 +32,7 @@ __all__ = [
     "Frozen",
     "StoreParams",
     "DatasetPin",
+    "PublishedPin",
     "PinParams",
     "Params",
     "load_params",
@@ -67,6 +68,18 @@ class StoreParams(Frozen):
         return self
 
 
+class PublishedPin(Frozen):
+    """A study's published results for one pinned dataset, shown beside its measured rows ("published, not rerun")."""
+
+    path: str
+    """The published file (NovBench: a `result_dict_*.json` of the release)."""
+    sha256: str
+    """Pinned digest of its bytes; the pin stage checks it like the dataset's own."""
+    data: Literal["original", "change", "del"]
+    """Which of the file's data sets this dataset is: only those rows are shown beside it (a NovBench result file
+    holds the original, change and del sets' rows)."""
+
+
 class DatasetPin(Frozen):
     """One benchmark split and where it comes from."""
 
@@ -83,12 +96,24 @@ class DatasetPin(Frozen):
     """hf only: the commit to download; required so the pin can never float."""
     config: str | None = None
     """hf only: the dataset config (human-only | human-plus-generated)."""
+    published: PublishedPin | None = None
+    """novbench only: the study's published results for this dataset (docs/design/novbench.md); null: none shown."""
 
     @model_validator(mode="after")
     def _hf_needs_revision(self) -> "DatasetPin":
         if self.source == "hf" and not (self.repo and self.revision and self.config):
             raise ValueError("source 'hf' needs repo, revision and config")
+        if self.published is not None and self.source != "novbench":
+            raise ValueError("published: only a novbench dataset takes published results here (the Ai2 splits' "
+                             "published figures are rows of report.published naming their dataset)")
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        if isinstance(out, dict) and self.published is None:
+            out.pop("published", None)  # pins without published results keep the params digest they had before
+        return out
 
 
 class PinParams(Frozen):
@@ -111,6 +136,19 @@ class Params(BaseModel):
     report: ReportParams = Field(default_factory=ReportParams)
     signals: SignalsParams = Field(default_factory=SignalsParams)
     pools: PoolsParams = Field(default_factory=PoolsParams)
+
+    @model_validator(mode="after")
+    def _judge_datasets_pinned(self) -> "Params":
+        # A split a judge or a sweep's `dataset` knob names must be a pinned pairwise split: caught when params
+        # load, naming it, rather than as a missing table once the judge stage runs.
+        pairwise = sorted(n for n, d in self.pin.datasets.items() if d.source != "novbench")
+        named = [(f"judge.sweeps.{s}.vary.dataset", ds) for s, sw in self.judge.sweeps.items() for ds in sw.datasets()]
+        named += [(f"judge.judges.{j}.datasets", ds) for j, spec in self.judge.judges.items()
+                  if "/" not in j for ds in spec.datasets or ()]
+        for where, ds in named:
+            if ds not in pairwise:
+                raise ValueError(f"{where}: '{ds}' is not a pinned pairwise split (pin.datasets: {', '.join(pairwise)})")
+        return self
 
 
 def load_raw_params(path: str | Path = "params.yaml") -> dict[str, Any]:

@@ -99,11 +99,21 @@ class JudgeSpec(Frozen):
     """Bypass this judge's call cache and record fresh answers (drift checks); run the stage with --force."""
     args: dict[str, Any] = Field(default_factory=dict)
     """Backend arguments, validated by the backend's own typed model when params load (enabled or not)."""
+    datasets: list[str] | None = None
+    """Pinned pairwise splits this judge is asked about instead of judge.datasets (a sweep's `dataset` variant
+    sets one); null: judge.datasets. Its probe runs only on probe datasets derived from one of these."""
 
     @field_validator("args")
     @classmethod
     def _knobs(cls, v: dict[str, Any]) -> dict[str, Any]:
         return check_call_knobs(v)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        if isinstance(out, dict) and self.datasets is None:
+            out.pop("datasets", None)  # judges without their own datasets keep the params digest they had before
+        return out
 
 
 class GeneratorSpec(Frozen):
@@ -208,6 +218,25 @@ class JudgeParams(Frozen):
         out = handler(self)
         if isinstance(out, dict) and not self.sweeps:
             out.pop("sweeps", None)  # a run without sweeps keeps the params digest it had before sweeps existed
+        return out
+
+    def datasets_of(self, judge: str) -> list[str]:
+        """The pinned splits `judge` is asked about: its own `datasets` (a `dataset` variant: that split) or
+        judge.datasets, then, for a sweep's base, every split its sweeps' `dataset` knob names, so each variant
+        has its base's verdicts on the same items (the paired comparison of reports/sweeps.json)."""
+        spec = self.judges.get(judge)
+        own = list(spec.datasets) if spec is not None and spec.datasets is not None else list(self.datasets)
+        for sweep in self.sweeps.values():
+            if sweep.base == judge:
+                own += [d for d in sweep.datasets() if d not in own]
+        return own
+
+    def run_datasets(self) -> list[str]:
+        """Every pinned split a run reads: judge.datasets, then the others an enabled judge is asked about."""
+        out = list(self.datasets)
+        for name, spec in self.judges.items():
+            if spec.enabled:
+                out += [d for d in self.datasets_of(name) if d not in out]
         return out
 
     def sweep_variants(self) -> dict[str, SweepVariant]:

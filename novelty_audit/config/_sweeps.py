@@ -4,7 +4,9 @@ expanded into real judges when params load.
 A sweep `judge.sweeps.<name>: {base: <judge id>, mode: one-at-a-time | grid, vary: {<knob>: [values…]}}` becomes one
 judge per variant under `judge.judges`, id `<name>/<knob>=<value>` (grid: `<name>/<k1>=<v1>,<k2>=<v2>` with knobs in
 `KNOBS` order), spec = the base's spec with the knob(s) changed. Everything downstream (config digest, call cache,
-budget, `judge.limit`, metrics) treats a variant as any other judge. Imports nothing of the project but `_base`.
+budget, `judge.limit`, metrics) treats a variant as any other judge. The `dataset` knob is not an arg: it sets the
+variant's own `datasets` (one pinned split), and the judge stage asks the base on that split too, so the variant is
+compared with its base on the same items (docs/design/sweeps.md). Imports nothing of the project but `_base`.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ KNOBS: dict[str, tuple[str, ...]] = {
     "guard": ("guard",),
     "reasoning": ("reasoning",),
     "retrieval": ("retrieval",),
+    "dataset": (),
 }
-"""Knob → where it lives in the judge's `args` (the order also fixes the order of knobs in a grid variant's id)."""
+"""Knob → where it lives in the judge's `args` (the order also fixes the order of knobs in a grid variant's id).
+`dataset` (empty path) lives in the spec, not in `args`: the variant's `datasets` becomes `[value]`."""
 
 
 class SweepSpec(Frozen):
@@ -39,7 +43,8 @@ class SweepSpec(Frozen):
     mode: Literal["one-at-a-time", "grid"] = "one-at-a-time"
     """one-at-a-time: each variant changes one knob of the base (the study's ablations); grid: every combination."""
     vary: dict[str, list[Any]]
-    """Knob → values; knobs: model, prompt, pointwise_prompt, votes, temperature, guard, reasoning, retrieval."""
+    """Knob → values; knobs: model, prompt, pointwise_prompt, votes, temperature, guard, reasoning, retrieval, dataset
+    (a pinned pairwise split's name: the variant is the base's config judged on that split only)."""
 
     @field_validator("vary")
     @classmethod
@@ -51,7 +56,15 @@ class SweepSpec(Frozen):
                 raise ValueError(f"{knob}: unknown knob (values {values!r}; knobs: {', '.join(KNOBS)})")
             if not values:
                 raise ValueError(f"{knob}: empty value list")
+            if knob == "dataset":
+                bad = [x for x in values if not isinstance(x, str) or not x or "/" in x]
+                if bad:
+                    raise ValueError(f"dataset: value {bad[0]!r} is not a dataset name (a name under pin.datasets)")
         return v
+
+    def datasets(self) -> list[str]:
+        """The splits this sweep's `dataset` knob names (empty when the knob is not varied)."""
+        return list(self.vary.get("dataset", []))
 
 
 class SweepVariant(Frozen):
@@ -120,10 +133,14 @@ def expand_sweeps(
             vid = f"{name}/" + ",".join(f"{k}={variant_value_text(v)}" for k, v in setting.items())
             what = ", ".join(f"knob {k} value {v!r}" for k, v in setting.items())
             args = dict(base.get("args") or {})
+            extra: dict[str, Any] = {}
             try:
                 for knob, value in setting.items():
-                    args = _set(args, KNOBS[knob], value)
-                spec = {**base, "args": args}
+                    if knob == "dataset":
+                        extra["datasets"] = [value]
+                    else:
+                        args = _set(args, KNOBS[knob], value)
+                spec = {**base, **extra, "args": args}
                 validate(spec)
             except (ValidationError, ValueError) as exc:
                 why = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)

@@ -121,7 +121,7 @@ def dry_run_judges(jp, pin_dir: Path, built: Built, probe_dir: Path | None = Non
     result = DryRun(budget_usd=jp.budget_usd)
     uncached: dict[str, float] = {}
     for judge in built.judges:
-        ps, pts = chosen.for_judge(jp, judge), chosen.points
+        ps, pts = chosen.for_judge(jp, judge), chosen.points_for(jp, judge)
         est = JudgeEstimate(items=len(ps) + len(pts), api=isinstance(judge, LLMJudge))
         result.judges[judge.name] = est
         if not est.api:

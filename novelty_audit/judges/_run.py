@@ -63,8 +63,8 @@ def judge_stage_inputs(jp: JudgeParams, pin_dir: Path, built: Built, probe_dir: 
     judge inputs."""
     paths: list[Path] = []
     sources = (
-        (Path(pin_dir), jp.datasets, "pinned",
-         "run the pin stage first, and list in judge.datasets only datasets under pin.datasets"),
+        (Path(pin_dir), jp.run_datasets(), "pinned",
+         "run the pin stage first, and list in judge.datasets (and a sweep's dataset knob) only datasets under pin.datasets"),
     )  # fmt: skip
     if jp.probe_datasets:  # only then is a probe directory required
         sources += ((_probe_dir(probe_dir), jp.probe_datasets, "probe",
@@ -205,6 +205,10 @@ def runs_probe(jp: JudgeParams, judge: Judge) -> bool:
     return bool(jp.probe_datasets) and (jp.probe_judges is None or judge.name in jp.probe_judges)
 
 
+def _probe_split(dataset: str) -> str:
+    return dataset.rsplit(":", 1)[0]
+
+
 @dataclass(frozen=True)
 class RunItems:
     """The items a judge-stage run asks: every pinned one, and the `judge.limit` subset kept to `judge.tasks`."""
@@ -219,13 +223,21 @@ class RunItems:
     """What `judge.limit` kept (None: no limit)."""
 
     def for_judge(self, jp: JudgeParams, judge: Judge) -> list[PairItem]:
-        """The pairs `judge` is asked: the probe pairs too when it runs the probe."""
-        return self.pairs + self.probe_pairs if runs_probe(jp, judge) else self.pairs
+        """The pairs `judge` is asked, of its own datasets (`JudgeParams.datasets_of`): the probe pairs too,
+        derived from those datasets, when it runs the probe."""
+        own = set(jp.datasets_of(judge.name))
+        pairs = [p for p in self.pairs if p.dataset in own]
+        return pairs + [p for p in self.probe_pairs if _probe_split(p.dataset) in own] if runs_probe(jp, judge) else pairs
+
+    def points_for(self, jp: JudgeParams, judge: Judge) -> list[PointItem]:
+        """The pointwise items `judge` is asked: those of its own datasets."""
+        own = set(jp.datasets_of(judge.name))
+        return [p for p in self.points if p.dataset in own]
 
 
 def select_items(jp: JudgeParams, pin_dir: Path, probe_dir: Path | None) -> RunItems:
     """The items of a run (and of its dry run, which must plan exactly these)."""
-    all_pairs, all_points = load_items(pin_dir, list(jp.datasets))
+    all_pairs, all_points = load_items(pin_dir, jp.run_datasets())
     probe_all = load_items(_probe_dir(probe_dir), list(jp.probe_datasets))[0] if jp.probe_datasets else []
     pairs, points = limit_items(all_pairs, all_points, jp.limit, jp.seed)
     probe_pairs, _ = limit_items(probe_all, [], jp.limit, jp.seed)
@@ -244,8 +256,7 @@ def run_judges(
     and write verdicts/pointwise/judges Parquet into `out_dir`."""
     chosen = select_items(jp, pin_dir, probe_dir)
     all_pairs, all_points, probe_all = chosen.all_pairs, chosen.all_points, chosen.probe_all
-    pairs, points, probe_pairs, subset = chosen.pairs, chosen.points, chosen.probe_pairs, chosen.subset
-    point_keys = [(p.dataset, p.idea.idea_id) for p in points]
+    subset = chosen.subset
     pair_rows: list[dict] = []
     point_rows: list[dict] = []
     result = JudgeRun()
@@ -256,29 +267,35 @@ def run_judges(
     if corpora:  # corpus records no judge could use: counted here, each named in the run log; none: no entry
         result.summary["corpus_exclusions"] = corpora
         print(*corpus_exclusion_lines(corpora), sep="\n", file=sys.stderr)
-    # Two groups, each asked in one go (one hook call, one fan-out): the judges that also run the probe pairs, and the rest.
-    probing = [j for j in built.judges if runs_probe(jp, j)]
-    others = [j for j in built.judges if not runs_probe(jp, j)]
+    # Judges asked the same items form a group asked in one go (one hook call, one fan-out): without per-judge
+    # datasets, the judges that also run the probe pairs, and the rest.
     items = {id(j): chosen.for_judge(jp, j) for j in built.judges}
+    points_of = {id(j): chosen.points_for(jp, j) for j in built.judges}
+    groups: dict[tuple[str, bool], list[Judge]] = {}
+    for j in built.judges:
+        groups.setdefault(("\0".join(jp.datasets_of(j.name)), runs_probe(jp, j)), []).append(j)
     # judge.limit: a judge matching rows made elsewhere (import) is told which pinned items this run leaves out,
     # so a row naming one is counted as outside the subset, never as matching no pinned item.
     for judge in built.judges:
         if hasattr(judge, "set_left_out"):
-            kept, kept_points = {(p.dataset, p.pair_id) for p in items[id(judge)]}, set(point_keys)
-            pool = (all_pairs + probe_all if runs_probe(jp, judge) else all_pairs) if "pairwise" in jp.tasks else []
-            point_pool = all_points if "pointwise" in jp.tasks else []
+            kept = {(p.dataset, p.pair_id) for p in items[id(judge)]}
+            kept_points = {(p.dataset, p.idea.idea_id) for p in points_of[id(judge)]}
+            own = set(jp.datasets_of(judge.name))
+            pool = [p for p in all_pairs if p.dataset in own] + ([p for p in probe_all if _probe_split(p.dataset) in own] if runs_probe(jp, judge) else [])
+            pool = pool if "pairwise" in jp.tasks else []
+            point_pool = [p for p in all_points if p.dataset in own] if "pointwise" in jp.tasks else []
             judge.set_left_out([p for p in pool if (p.dataset, p.pair_id) not in kept],
                                [p for p in point_pool if (p.dataset, p.idea.idea_id) not in kept_points])
     outputs: dict[int, JudgeOutput] = {}
     if map_judges is not None:
-        for group, group_pairs in ((probing, pairs + probe_pairs), (others, pairs)):
-            if group:
-                outputs.update(zip((id(j) for j in group), map_judges(group, group_pairs, points)))
+        for group in groups.values():
+            first = id(group[0])
+            outputs.update(zip((id(j) for j in group), map_judges(group, items[first], points_of[first])))
     for judge in built.judges:
         started = time.perf_counter()
-        out = outputs[id(judge)] if map_judges is not None else judge.judge(items[id(judge)], points)
+        out = outputs[id(judge)] if map_judges is not None else judge.judge(items[id(judge)], points_of[id(judge)])
         _check_coverage(judge.name, out.pairwise, [(p.dataset, p.pair_id) for p in items[id(judge)]], "pair_id", "pairwise")
-        _check_coverage(judge.name, out.pointwise, point_keys, "idea_id", "pointwise")
+        _check_coverage(judge.name, out.pointwise, [(p.dataset, p.idea.idea_id) for p in points_of[id(judge)]], "idea_id", "pointwise")
         pair_rows.extend(out.pairwise)
         point_rows.extend(out.pointwise)
         result.facts[judge.name] = {**out.facts, "seconds": round(time.perf_counter() - started, 4)}

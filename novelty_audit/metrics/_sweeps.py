@@ -142,8 +142,15 @@ def sweeps_json(verdicts: pl.DataFrame, variants: Mapping[str, SweepVariant], pa
     for ds in sorted(verdicts["dataset"].unique().to_list()):
         dv = verdicts.filter(pl.col("dataset") == ds)
         universe = sorted(dv["pair_id"].unique().to_list())
-        for sweep, info in sorted(sweeps.items()):
-            base_id = next(iter(info.values())).base
+        for sweep, all_info in sorted(sweeps.items()):
+            base_id = next(iter(all_info.values())).base
+            # A `dataset` variant belongs to its split alone, and on a split only the dataset knob names, the other
+            # variants (asked on judge.datasets) are listed only where they were judged: none shows as n_items 0
+            # where it was never meant to run.
+            knob_splits = {v.knobs["dataset"] for v in all_info.values() if "dataset" in v.knobs}
+            judged_here = set(dv["judge"].unique().to_list())
+            info = {vid: v for vid, v in all_info.items()
+                    if (v.knobs["dataset"] == ds if "dataset" in v.knobs else ds not in knob_splits or vid in judged_here)}
             present = [vid for vid in info if dv.filter(pl.col("judge") == vid).height]
             if not present:
                 continue  # the sweep did not run on this dataset (disabled, or another dataset list)
