@@ -1,17 +1,18 @@
 """pin: check each benchmark file against its pinned sha256 and normalize it into canonical tables.
 
-dvc.yaml: `pin`; params.yaml: `pin:`; outputs: artifacts/pin/<dataset>/{ideas,pairs,pointwise,exclusions}.parquet.
+dvc.yaml: `pin`; params.yaml: `pin:`; outputs: artifacts/pin/<dataset>/{ideas,pairs,pointwise,exclusions}.parquet
+(NovBench datasets: their tables, and published.json when a published file is pinned beside them).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from novelty_audit.artifacts import StageInput, StageManifest, StageResult, Store, execute_stage, write_table
+from novelty_audit.artifacts import StageInput, StageManifest, StageResult, Store, execute_stage, write_json, write_table
 from novelty_audit.datasets import check_pin, load_dataset
 from novelty_audit.errors import BadInputError
 from novelty_audit.novbench import TABLE_KEYS as NOVBENCH_TABLE_KEYS
-from novelty_audit.novbench import normalize_novbench
+from novelty_audit.novbench import PUBLISHED_FILE, check_published, normalize_novbench, published_rows
 from novelty_audit.params import Params, section_payload
 
 UPSTREAM: tuple[str, ...] = ()
@@ -21,6 +22,7 @@ KEYS = {"ideas": ["idea_id"], "pairs": ["pair_id"], "pointwise": ["idea_id"], "e
 def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None, force: bool = False) -> StageManifest:
     """Pin and normalize every dataset in `params.pin.datasets` into `out_dir`."""
     files = {name: check_pin(name, pin) for name, pin in sorted(params.pin.datasets.items())}
+    published = {name: check_published(name, pin) for name, pin in sorted(params.pin.datasets.items()) if pin.published}
 
     def compute(tmp: Path) -> StageResult:
         outputs: dict[str, list[str] | None] = {}
@@ -34,6 +36,9 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
                 for table, key in NOVBENCH_TABLE_KEYS.items():
                     write_table(tmp / f"{name}/{table}.parquet", getattr(norm, table))
                     outputs[f"{name}/{table}.parquet"] = key
+                if name in published:  # the study's rows for this dataset's own data set (novelty_audit.novbench)
+                    write_json(tmp / name / PUBLISHED_FILE, published_rows(published[name], name, pin.published.data))
+                    outputs[f"{name}/{PUBLISHED_FILE}"] = None
                 summary[name] = norm.summary()
                 continue
             for table in KEYS:
@@ -61,7 +66,7 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         "pin",
         code_root="stages.pin",
         params=section_payload(params, "pin"),
-        inputs=[StageInput(p) for p in files.values()],
+        inputs=[StageInput(p) for p in [*files.values(), *published.values()]],
         out_dir=out_dir,
         store=Store(params.store.root),
         compute=compute,

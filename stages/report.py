@@ -13,8 +13,7 @@ from pathlib import Path
 
 from novelty_audit.artifacts import StageInput, StageManifest, StageResult, Store, execute_stage, read_json, record_published
 from novelty_audit.errors import ManifestMismatchError
-from novelty_audit.novbench import PUBLISHED_PATH as NOVBENCH_PUBLISHED
-from novelty_audit.novbench import published_rows as novbench_published_rows
+from novelty_audit.novbench import read_published as read_novbench_published
 from novelty_audit.params import Params, section_payload
 from novelty_audit.report import (
     AUDIT_FILES,
@@ -45,11 +44,10 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
     files += sorted(dirs["pin"].glob("*/ideas.parquet"))
     published_path, published = load_published_results(params)
     files += [published_path] if published_path is not None else []
-    # The NovBench study's own published figures ship with the project (pinned by sha256 in novelty_audit.novbench);
-    # a project copy without them (tests) has no published NovBench table.
-    nb_path = Path(NOVBENCH_PUBLISHED)
-    nb_published = novbench_published_rows(nb_path) if nb_path.is_file() else []
-    files += [nb_path] if nb_path.is_file() else []
+    # A NovBench study's published figures, per dataset: the pin stage checked each file pinned beside its dataset
+    # and wrote that dataset's rows (a dataset without a published pin has none).
+    nb_files, nb_published = read_novbench_published(dirs["pin"])
+    files += nb_files
 
     def compute(tmp: Path) -> StageResult:
         sources = load_sources(dirs["metrics"], dirs["judge"], dirs["pin"], published=published, novbench_published=nb_published)

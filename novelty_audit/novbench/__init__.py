@@ -32,10 +32,12 @@ _LAZY = {
     "novbench_inputs": "._stage",
     "resolve_fluency": "._stage",
     "score_reviews": "._stage",
-    "PUBLISHED_PATH": "._report",
-    "PUBLISHED_SHA256": "._report",
+    "EXPERT_REUSED_NOTE": "._published",
+    "PUBLISHED_FILE": "._published",
+    "check_published": "._published",
+    "published_rows": "._published",
+    "read_published": "._published",
     "ReportSection": "._report",
-    "published_rows": "._report",
     "report_section": "._report",
 }
 """Export name → the module defining it (relative to this package)."""

@@ -1,7 +1,7 @@
 """The report's NovBench section: measured generators × datasets, and the study's published rows beside them.
 
-The report renders metrics.json and never recomputes; published figures (result_dict_change.json of the
-NovBench release, pinned by sha256) are shown in their own table, labelled "published, not rerun", never
+The report renders metrics.json and never recomputes; published figures (each NovBench dataset's own rows, from
+the file pinned beside it, `_published.py`) are shown in their own table, labelled "published, not rerun", never
 merged with measured rows. The published relevance is the study's IMS (1–5 scale); ours is `relevance_cos`
 (0–1), a different metric: the two never share a column.
 """
@@ -10,21 +10,11 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import orjson
 import polars as pl
 
-from ..artifacts import digest_file
-from ..errors import BadInputError, PinMismatchError
-
-__all__ = ["PUBLISHED_PATH", "PUBLISHED_SHA256", "ReportSection", "published_rows", "report_section"]
-
-PUBLISHED_PATH = "data/novbench/result_dict_change.json"
-PUBLISHED_SHA256 = "19ca4ebfbaaf2b4aa570e8ff8ec0825692ad2869ce9e334194fb2e0ccac61f9a"
-PUBLISHED_SOURCE = "NovBench (ACL 2026 Findings), github njust-winchy/llm4novelty, rebuttal_result/result_dict_change.json"
-_VARIANTS = {"": "original", "change": "change (paraphrased novelty sentences)", "del": "del (novelty sentences cut)"}
+__all__ = ["ReportSection", "report_section"]
 
 MEASURED_COLUMNS = (
     ("coverage", "coverage"), ("dist_acc", "dist_acc"), ("clarity", "clarity"), ("clarity_kc", "clarity_kc"),
@@ -40,36 +30,6 @@ class ReportSection:
     html: str
     """An HTML fragment, every value escaped."""
     markdown: str
-
-
-def published_rows(path: str | Path = PUBLISHED_PATH, sha256: str | None = PUBLISHED_SHA256) -> list[dict[str, Any]]:
-    """The study's published GPT-4o (and expert-as-model) scores, one row per (model, prompt, data variant)."""
-    path = Path(path)
-    if not path.is_file():
-        raise BadInputError(f"{path}: not found", hint="the NovBench published results ship in data/novbench/")
-    if sha256 is not None and digest_file(path) != sha256:
-        raise PinMismatchError(f"{path}: does not match its pin (sha256 {sha256})", hint="restore the file from the NovBench release")
-    data = orjson.loads(path.read_bytes())
-    rows: list[dict[str, Any]] = []
-    for key, vals in sorted(data.items()):
-        model, _, rest = key.partition("_")
-        prompt, _, variant = rest.partition("_")
-        if not isinstance(vals, dict):
-            raise BadInputError(f"{path}: entry {key}: expected an object of scores")
-        for who, prefix in ((model, "model_"), ("expert as model", "exp_")):
-            rows.append({
-                "source": PUBLISHED_SOURCE, "generator": who, "prompt": prompt, "data": _VARIANTS.get(variant, variant),
-                "coverage": vals.get(f"{prefix}coverage"), "dist_acc": vals.get(f"{prefix}dist_acc"),
-                "clarity": vals.get(f"{prefix}clarity"), "relevance_ims": vals.get(f"{prefix}relevance"),
-            })
-    # The expert rows repeat per prompt; keep one per data variant.
-    seen, out = set(), []
-    for r in rows:
-        k = (r["generator"], r["data"]) if r["generator"] == "expert as model" else (r["generator"], r["prompt"], r["data"])
-        if k not in seen:
-            seen.add(k)
-            out.append({**r, "prompt": r["prompt"] if r["generator"] != "expert as model" else "—"})
-    return out
 
 
 def _fmt(entry: dict[str, Any], key: str) -> str:
@@ -132,13 +92,13 @@ def report_section(metrics: dict[str, Any], published: list[dict[str, Any]] | No
         parts_html.append(f"<p class=\"note\">{html.escape(line)}</p>")
         parts_md += [f"- {line}"]
     if published:
-        p_head = ["generator", "prompt", "data", "coverage", "dist_acc", "clarity", "relevance_ims (1–5)"]
-        p_rows = [[str(r["generator"]), str(r["prompt"]), str(r["data"])] +
-                  [("" if r.get(k) is None else f"{r[k]:.3f}") for k in ("coverage", "dist_acc", "clarity", "relevance_ims")]
-                  for r in published]
-        caption = (f"Published, not rerun: {published[0].get('source', PUBLISHED_SOURCE)}. The study's own figures, shown "
-                   "as published; never merged with the measured rows above (its relevance is IMS, not relevance_cos; its "
-                   "expert clarity is not reproduced by this file's reference items).")
+        p_head = ["dataset", "generator", "prompt", "data", "coverage", "dist_acc", "clarity", "relevance_ims (1–5)", "note"]
+        p_rows = [[str(r.get("dataset") or "—"), str(r["generator"]), str(r["prompt"]), str(r["data"])] +
+                  [("" if r.get(k) is None else f"{r[k]:.3f}") for k in ("coverage", "dist_acc", "clarity", "relevance_ims")] +
+                  [str(r.get("note") or "")] for r in published]
+        sources = "; ".join(dict.fromkeys(f"{r.get('dataset') or '—'}: {r.get('source', '')}" for r in published))
+        caption = (f"Published, not rerun ({sources}). The study's own figures for each dataset's own data set, shown "
+                   "as published; never merged with the measured rows above (its relevance is IMS, not relevance_cos).")
         parts_html += [f"<h3>{html.escape('Published, not rerun')}</h3>", f"<p>{html.escape(caption)}</p>", _table_html(p_head, p_rows)]
         parts_md += ["", "**Published, not rerun**", "", caption, "", _table_md(p_head, p_rows)]
     return ReportSection(id="novbench", title="NovBench: generated novelty evaluations",

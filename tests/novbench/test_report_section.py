@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from novelty_audit.errors import PinMismatchError
-from novelty_audit.novbench import ReportSection, published_rows, report_section
+from novelty_audit.novbench import ReportSection, check_published, published_rows, report_section
+from novelty_audit.params import DatasetPin
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "novbench" / "result_dict_change.json"
 
@@ -22,7 +23,7 @@ METRICS = {
 }
 
 
-def test_published_rows_are_read_from_the_pinned_file_one_per_prompt_and_variant() -> None:
+def test_published_rows_are_read_from_the_file_one_per_prompt_and_variant() -> None:
     rows = published_rows(PUBLISHED)
     gpt = [r for r in rows if r["generator"] == "gpt-4o"]
     assert len(gpt) == 9  # zero / few / rag × original / change / del
@@ -35,8 +36,10 @@ def test_published_rows_are_read_from_the_pinned_file_one_per_prompt_and_variant
 def test_a_published_file_that_moved_is_refused(tmp_path: Path) -> None:
     moved = tmp_path / "r.json"
     moved.write_text('{"gpt-4o_zero": {"model_coverage": 0.9}}')
+    pin = DatasetPin(source="novbench", path="x.json", sha256="0",
+                     published={"path": str(moved), "sha256": "19ca4ebfbaaf2b4aa570e8ff8ec0825692ad2869ce9e334194fb2e0ccac61f9a", "data": "change"})
     with pytest.raises(PinMismatchError):
-        published_rows(moved)
+        check_published("novbench-change", pin)
 
 
 def test_section_lists_measured_novbench_rows_only_and_published_rows_apart() -> None:

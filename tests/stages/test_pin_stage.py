@@ -115,7 +115,8 @@ def test_the_manifest_records_code_params_inputs_and_tools(project):
     m = run_stage("pin")
     assert "stages.pin" in m.code.modules and "novelty_audit.datasets._normalize" in m.code.modules
     assert set(m.params) == {"pin"}
-    assert {r.path for r in m.inputs} == {d.path for d in load_params().pin.datasets.values()}  # every pinned file
+    pins = load_params().pin.datasets.values()  # every pinned file, and the published results pinned beside one
+    assert {r.path for r in m.inputs} == {d.path for d in pins} | {d.published.path for d in pins if d.published}
     assert HO.as_posix() in {r.path for r in m.inputs}
     assert {"python", "polars"} <= set(m.tools)
     assert load_manifest(Path("artifacts/pin")) == m
