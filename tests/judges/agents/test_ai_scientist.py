@@ -163,3 +163,16 @@ def test_the_config_names_the_search_the_prompt_and_the_rounds(build, mock_llm, 
     cfg = make(build, mock_llm, s2, search_for, max_rounds=4).config()
     assert (cfg["backend"], cfg["max_rounds"], cfg["search"]["source"], cfg["prompt"]) == ("ai-scientist", 4, "semantic-scholar", "agent-ai-scientist-v1")
     assert "refresh" not in cfg["search"] and len(cfg["prompt_digest"]) == 64
+
+
+def test_a_search_refresh_that_returns_another_paper_moves_the_evidence_and_names_it_with_its_query(build, mock_llm, s2, search_for):
+    s2.script("message passing", [paper("mp1", "Neural Message Passing for Quantum Chemistry", 2017)])
+    replies = {1: query("message passing"), 2: "Decision made: novel."}
+    mock_llm.answer = lambda body, nth: replies[rounds_of(body)]
+    [before] = judge_points(make(build, mock_llm, s2, search_for)).pointwise
+    s2.script("message passing", [paper("mp2", "Graph Networks as Learnable Physics Engines", 2018)])
+    [after] = judge_points(make(build, mock_llm, s2, search_for, search=search_for(s2, refresh=True))).pointwise
+    assert s2.count == 2 and mock_llm.count == 3  # round 1 replayed from the cache; round 2 shows other results
+    assert after["evidence_digest"] != before["evidence_digest"] and after["config_digest"] == before["config_digest"]
+    [doc] = json.loads(after["evidence_docs"])
+    assert (doc["doc_id"], doc["query"], doc["title"]) == ("s2:mp2", "message passing", "Graph Networks as Learnable Physics Engines")
