@@ -2,6 +2,8 @@
 project (tests/tiny_project.py, its human-only split cut to two pairs) against the mocks: a scripted LLM that
 searches and decides (tests/mock_llm.py), Semantic Scholar (tests/mock_s2.py) and arXiv (tests/mock_arxiv.py).
 
+All three judges run in one project run (one pin, one judge stage, one audit), each checked on its own.
+
 1. Verdict rows, `evidence_docs` with the query that found each paper, and grounded_rate / cost_per_decision_usd /
    queries_per_decision in metrics.json (search-agent also pairwise).
 2. A second run asks the LLM and the search API nothing and writes the same verdict bytes.
@@ -226,45 +228,53 @@ def read(project: Path) -> tuple[bytes, bytes]:
     return (j / "verdicts.parquet").read_bytes(), (j / "pointwise.parquet").read_bytes()
 
 
-@pytest.mark.parametrize("backend", list(BACKENDS))
-def test_each_agent_runs_end_to_end_reruns_from_its_caches_and_shows_search_drift_as_evidence(world, backend):
+def check_rows(project: Path, ideas: Ideas, backend: str, metrics: dict[str, Any]) -> None:
+    """Verdicts, evidence with queries and the agent metrics of one backend's first run."""
+    points = pl.read_parquet(project / "artifacts/judge/pointwise.parquet").filter(pl.col("judge") == backend)
+    rows = {r["idea_id"]: r for r in points.iter_rows(named=True)}
+    assert set(rows) == set(ideas.text), backend
+    assert {i: r["predicted"] for i, r in rows.items()} == {
+        i: ("NEGATIVE" if i in (ideas.grounded, ideas.ungrounded) else "POSITIVE") for i in ideas.text}, backend
+    for i, r in rows.items():
+        assert (r["n_valid"], r["n_undecided"], r["n_error"]) == (1, 0, 0), r
+        assert r["n_queries"] >= 1 and r["n_rounds"] >= 2 and r["n_tokens"] > 0 and r["cost_usd"] > 0, r
+        docs = [d for d in orjson.loads(r["evidence_docs"]) if d.get("role") != "dropped"]
+        assert docs and {d["query"] for d in docs} == {query_for(i)}, (backend, docs)
+        assert all(d["source"] == BACKENDS[backend]["source"] and d["doc_id"] for d in docs), (backend, docs)
+    cites = {i: orjson.loads(r["citations"]) for i, r in rows.items()}
+    assert [c["retrieved"] for c in cites[ideas.grounded]] == [True], backend
+    assert cites[ideas.grounded][0]["title"] == f"{SAME} {token(ideas.grounded)}", backend
+    assert [c["retrieved"] for c in cites[ideas.ungrounded]] == [False], backend
+    assert cites[ideas.drifting] == [], backend
+    d = metrics[backend]
+    decisions = sum(r["n_valid"] for r in rows.values())
+    assert d["grounded_rate"] == 0.5, backend
+    assert d["queries_per_decision"] == pytest.approx(sum(r["n_queries"] for r in rows.values()) / decisions), backend
+    assert d["cost_per_decision_usd"] == pytest.approx(sum(r["cost_usd"] for r in rows.values()) / decisions), backend
+    assert d["rounds_per_decision"] >= 2 and d["n_undecided"] == 0, backend
+    if "pairwise" in BACKENDS[backend]["tasks"]:
+        verdicts = pl.read_parquet(project / "artifacts/judge/verdicts.parquet").filter(pl.col("judge") == backend)
+        assert verdicts.height == KEPT_PAIRS and verdicts["verdict"].to_list() == verdicts["idea_0"].to_list()
+        assert d["pairwise_queries_per_decision"] == 1.0 and "pairwise_cost_per_decision_usd" in d
+    else:
+        assert not any(k.startswith("pairwise_") for k in d), "a pointwise-only agent asked no pair"
+
+
+def test_every_agent_runs_end_to_end_reruns_from_its_caches_and_shows_search_drift_as_evidence(world):
     project, ideas, m = world
+    backends = list(BACKENDS)
     m.script(ideas, drift=False)
-    set_judges(project, judges_params(m, [backend]))
+    set_judges(project, judges_params(m, backends))
     run("judge")
     run("metrics")
     record()
     asked, searched = m.llm.count, m.searches()
-    assert asked > 0 and searched > 0
+    assert asked > 0 and m.s2.count > 0 and m.arxiv.count > 0
 
-    # 1. verdicts, evidence with queries, the agent metrics
-    points = pl.read_parquet(project / "artifacts/judge/pointwise.parquet").filter(pl.col("judge") == backend)
-    rows = {r["idea_id"]: r for r in points.iter_rows(named=True)}
-    assert set(rows) == set(ideas.text)
-    assert {i: r["predicted"] for i, r in rows.items()} == {
-        i: ("NEGATIVE" if i in (ideas.grounded, ideas.ungrounded) else "POSITIVE") for i in ideas.text}
-    for i, r in rows.items():
-        assert (r["n_valid"], r["n_undecided"], r["n_error"]) == (1, 0, 0), r
-        assert r["n_queries"] >= 1 and r["n_rounds"] >= 2 and r["n_tokens"] > 0 and r["cost_usd"] > 0
-        docs = [d for d in orjson.loads(r["evidence_docs"]) if d.get("role") != "dropped"]
-        assert docs and {d["query"] for d in docs} == {query_for(i)}, docs
-        assert all(d["source"] == BACKENDS[backend]["source"] and d["doc_id"] for d in docs)
-    cites = {i: orjson.loads(r["citations"]) for i, r in rows.items()}
-    assert [c["retrieved"] for c in cites[ideas.grounded]] == [True]
-    assert cites[ideas.grounded][0]["title"] == f"{SAME} {token(ideas.grounded)}"
-    assert [c["retrieved"] for c in cites[ideas.ungrounded]] == [False]
-    assert cites[ideas.drifting] == []
+    # 1. verdicts, evidence with queries, the agent metrics — per backend
     metrics = orjson.loads((project / "artifacts/metrics/metrics.json").read_bytes())[DATASET]
-    d = metrics[backend]
-    decisions = sum(r["n_valid"] for r in rows.values())
-    assert d["grounded_rate"] == 0.5
-    assert d["queries_per_decision"] == pytest.approx(sum(r["n_queries"] for r in rows.values()) / decisions)
-    assert d["cost_per_decision_usd"] == pytest.approx(sum(r["cost_usd"] for r in rows.values()) / decisions)
-    assert d["rounds_per_decision"] >= 2 and d["n_undecided"] == 0
-    if "pairwise" in BACKENDS[backend]["tasks"]:
-        verdicts = pl.read_parquet(project / "artifacts/judge/verdicts.parquet").filter(pl.col("judge") == backend)
-        assert verdicts.height == KEPT_PAIRS and all(v == r for v, r in zip(verdicts["verdict"], verdicts["idea_0"]))
-        assert d["pairwise_queries_per_decision"] == 1.0 and "pairwise_cost_per_decision_usd" in d
+    for backend in backends:
+        check_rows(project, ideas, backend, metrics)
 
     # 2. a second run: nothing asked, the same bytes
     before = read(project)
@@ -274,7 +284,7 @@ def test_each_agent_runs_end_to_end_reruns_from_its_caches_and_shows_search_drif
 
     # 3. refresh: one query returns one different paper; the audit names it, nothing else changes
     m.script(ideas, drift=True)
-    set_judges(project, judges_params(m, [backend], refresh=True))
+    set_judges(project, judges_params(m, backends, refresh=True))
     run("judge")
     run("metrics")
     record()
@@ -282,13 +292,12 @@ def test_each_agent_runs_end_to_end_reruns_from_its_caches_and_shows_search_drif
 
     res = audit_project("params.yaml").result
     assert res.membership == []
-    assert [(c.kind, c.judge, c.pair, c.before, c.after, c.cause) for c in res.changes] == [
-        ("pointwise", backend, ideas.drifting, "POSITIVE", "NEGATIVE", "evidence")]
-    (change,) = res.changes
-    new = f"{SAME} {token(ideas.drifting)}"
-    moved = {(d.movement, d.title, d.query) for d in change.evidence.docs if d.movement in ("entered", "left")}
-    entered = [(t, q) for mv, t, q in moved if mv == "entered"]
-    assert entered == [(new, query_for(ideas.drifting))]
-    assert all(q == query_for(ideas.drifting) for _, _, q in moved)
-    (why,) = [w for w in change.evidence.decisive if w.kind == "document"]
-    assert f'"{new}"' in why.text and f'search "{query_for(ideas.drifting)}"' in why.text and why.query == query_for(ideas.drifting)
+    assert sorted((c.kind, c.judge, c.pair, c.before, c.after, c.cause) for c in res.changes) == [
+        ("pointwise", b, ideas.drifting, "POSITIVE", "NEGATIVE", "evidence") for b in sorted(backends)]
+    new, query = f"{SAME} {token(ideas.drifting)}", query_for(ideas.drifting)
+    for change in res.changes:
+        moved = [(d.movement, d.title, d.query) for d in change.evidence.docs if d.movement in ("entered", "left")]
+        assert [(t, q) for mv, t, q in moved if mv == "entered"] == [(new, query)], (change.judge, moved)
+        assert all(q == query for _, _, q in moved), (change.judge, moved)
+        (why,) = [w for w in change.evidence.decisive if w.kind == "document"]
+        assert f'"{new}"' in why.text and f'search "{query}"' in why.text and why.query == query, (change.judge, why.text)
