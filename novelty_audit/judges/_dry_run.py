@@ -60,6 +60,8 @@ class JudgeEstimate:
     cached: int | None = 0
     """None: unknown (Semantic Scholar retrieval is not queried by a dry run, so its prompts cannot be keyed)."""
     usd_estimate: float | None = 0.0
+    unknown_why: str = "Semantic Scholar retrieval: not queried"
+    """Why `cached` is unknown (printed by `DryRun.lines`)."""
 
     @property
     def to_send(self) -> int:
@@ -95,7 +97,7 @@ class DryRun:
             if not e.api:
                 out.append(f"{name}: {e.items} items, no API calls")
             elif e.cached is None:
-                out.append(f"{name}: {e.items} items, {e.calls} calls (Semantic Scholar retrieval: not queried, so cache and cost unknown)")
+                out.append(f"{name}: {e.items} items, {e.calls} calls ({e.unknown_why}, so cache and cost unknown)")
             else:
                 out.append(f"{name}: {e.items} items, {e.calls} calls, {e.cached} cached, {e.to_send} to send, "
                            f"estimated ≤ ${e.usd_estimate:.4f}")  # fmt: skip
@@ -118,15 +120,23 @@ def dry_run_judges(jp, pin_dir: Path, built: Built, probe_dir: Path | None = Non
     """What `run_judges(jp, pin_dir, built, …, probe_dir=probe_dir)` would ask, per judge; nothing is sent or written."""
     judge_stage_inputs(jp, pin_dir, built, probe_dir)  # a missing pinned table fails as in a run: exit 2, naming it
     chosen = select_items(jp, pin_dir, probe_dir)
+    from .agents import AgentJudge
+
     result = DryRun(budget_usd=jp.budget_usd)
     uncached: dict[str, float] = {}
     for judge in built.judges:
         ps, pts = chosen.for_judge(jp, judge), chosen.points_for(jp, judge)
-        est = JudgeEstimate(items=len(ps) + len(pts), api=isinstance(judge, LLMJudge))
+        agent = isinstance(judge, AgentJudge)
+        est = JudgeEstimate(items=len(ps) + len(pts), api=isinstance(judge, LLMJudge) or agent)
         result.judges[judge.name] = est
         if not est.api:
             continue
         calls = judge.plan(ps, pts)
+        if agent:  # each turn depends on the answers and searches before it: the calls are decisions, not keys
+            est.calls, est.cached, est.usd_estimate = len(calls), None, None
+            est.unknown_why = "agent decisions: turns depend on the answers, not keyed ahead"
+            result.unkeyed.append(judge.name)
+            continue
         if judge.retriever is not None and hasattr(judge.args.retrieval, "source"):
             est.calls, est.cached, est.usd_estimate = len(calls), None, None
             result.unkeyed.append(judge.name)

@@ -240,6 +240,10 @@ class AgentJudge(VoteJudge):
         self.search.close()
 
     # -- running decisions ------------------------------------------------------------------------
+    def plan(self, pairs: Sequence[PairItem], points: Sequence[PointItem]) -> list[Call]:
+        """The decisions asked: items of the tasks this backend judges only."""
+        return super().plan(pairs if "pairwise" in self.tasks else [], points if "pointwise" in self.tasks else [])
+
     def judge(self, pairs: Sequence[PairItem], points: Sequence[PointItem]) -> JudgeOutput:
         self._outcomes.clear()
         self._excluded.clear()

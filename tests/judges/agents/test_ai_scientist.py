@@ -176,3 +176,22 @@ def test_a_search_refresh_that_returns_another_paper_moves_the_evidence_and_name
     assert after["evidence_digest"] != before["evidence_digest"] and after["config_digest"] == before["config_digest"]
     [doc] = json.loads(after["evidence_docs"])
     assert (doc["doc_id"], doc["query"], doc["title"]) == ("s2:mp2", "message passing", "Graph Networks as Learnable Physics Engines")
+
+
+def test_a_dry_run_counts_the_agents_decisions_sends_nothing_and_says_their_cost_is_unknown(tiny, run_main, mock_llm, s2, search_for):
+    import yaml
+
+    from novelty_audit.pipeline import run_stage
+
+    run_stage("pin")
+    raw = yaml.safe_load((tiny / "params.yaml").read_text())
+    args = {"model": "mock", "base_url": mock_llm.base_url, "api_key_env": None, "search": search_for(s2)}
+    raw["judge"] = {"datasets": ["human-only"], "tasks": ["pointwise"], "progress": False, "limit": 2,
+                    "judges": {"sci": {"backend": "ai-scientist", "args": args}}}  # fmt: skip
+    (tiny / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    code, out, err = run_main("stage", "judge", "--dry-run", "--json")
+    assert code == 0, err
+    report = json.loads(out)["sci"]
+    assert report["api_calls"] is True and report["calls"] == report["items"] > 0  # one decision per idea (votes 1)
+    assert (report["cached"], report["usd_estimate"]) == (None, None)
+    assert mock_llm.count == 0 and s2.count == 0
