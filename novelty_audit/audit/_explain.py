@@ -224,7 +224,7 @@ class _Slot:
                 slot=self.slot, movement=movement, role="dropped", reason=d.get("reason"), doc_id=k[0], digest=k[1] or None,  # type: ignore[arg-type]
                 title=str(d.get("title") or k[0]), year=d.get("year"), source=d.get("source"),
                 similarity_before=o.get("similarity"), similarity_after=self.a.dropped.get(k, {}).get("similarity"),
-                abstract=self._abstract(k),
+                abstract=self._abstract(k), query=k[2] or None,
             ))  # fmt: skip
         return out
 

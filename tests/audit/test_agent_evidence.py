@@ -111,3 +111,14 @@ def test_an_agent_added_counts_an_idea_whose_only_decision_was_undecided_as_cove
              row("agent", "i-c", "none")]  # i-c: a row with no decision asked (not covered)
     res = classify_changes(pl.DataFrame(prompted), pl.DataFrame(prompted + agent), kind="pointwise")
     assert [m.line() for m in res.membership] == ["judge added: agent (2 pointwise predictions)"]
+
+
+def test_a_paper_the_filters_now_leave_out_is_listed_as_dropped_with_its_query(ledger):
+    kept = found("s2:k", "Weather to melody", "weather music", 0)
+    own = {**found("s2:own", "Alpha", "weather music", 1), "role": "dropped", "reason": "own paper"}
+    new = found("s2:new", "Radar sonification", "weather music", 1)
+    _, change = searched(ledger, [kept, found("s2:own", "Alpha", "weather music", 1)], [kept, new, own])
+    assert [(d.movement, d.doc_id, d.query) for d in change.evidence.docs] == [
+        ("entered", "s2:new", "weather music"), ("left", "s2:own", "weather music")]
+    assert [(d.movement, d.doc_id, d.reason, d.query) for d in change.evidence.dropped] == [
+        ("entered", "s2:own", "own paper", "weather music")]
