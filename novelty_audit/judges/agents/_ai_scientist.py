@@ -28,6 +28,7 @@ __all__ = ["AiScientistArgs", "AiScientistJudge", "Turn", "ai_scientist", "read_
 
 PROMPT = "agent-ai-scientist-v1"
 NO_QUERY_YET = "(none yet)"
+SOURCE_NAMES = {"semantic-scholar": "Semantic Scholar", "arxiv": "arXiv"}
 NOTHING_READ = "Your last answer held neither a JSON query nor a decision. Answer in the layout asked."
 
 _DECISION = re.compile(r"decision\s+made\s*:\s*\**\s*(not\s+novel|novel)\b", re.IGNORECASE)
@@ -65,6 +66,8 @@ def read_turn(text: str | None) -> Turn:
         decision = NEGATIVE if found.group(1).lower().startswith("not") else POSITIVE
         cited = _CITED.search(text[found.end():]) or _CITED.search(text)
         title = cited.group(1).strip().strip("*_\"'`“”").strip() if cited else None
+        if title and title.startswith("<") and title.endswith(">"):
+            title = None  # the prompt's placeholder echoed back names no paper
         return Turn(decision=decision, cited=(title or None) if decision == NEGATIVE else None)
     for block in [*_JSON_BLOCK.findall(text), *_BARE_JSON.findall(text)]:
         try:
@@ -104,7 +107,8 @@ class AiScientistJudge(AgentJudge):
     async def run_one(self, call: Call) -> AgentRun:
         a = self.args
         idea = call.shown[0]
-        messages: list[dict[str, Any]] = [{"role": "system", "content": self._fill(self.system, max_rounds=a.max_rounds)}]
+        system = self._fill(self.system, max_rounds=a.max_rounds, source=SOURCE_NAMES[a.search.source])
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         tally = Tally()
         last_query, results = NO_QUERY_YET, NO_QUERY_YET
         for round_no in range(1, a.max_rounds + 1):

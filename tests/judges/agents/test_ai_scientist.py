@@ -51,6 +51,7 @@ def judge_points(judge, *ideas: Idea):
         ("THOUGHT: done.\nRESPONSE:\nDecision made: novel.", "POSITIVE", None, None),
         ("Decision made: **not novel**.\nCited paper: \"Neural Message Passing\"", "NEGATIVE", None, "Neural Message Passing"),
         ("Decision made: not novel.", "NEGATIVE", None, None),
+        ("Decision made: not novel.\nCited paper: <title of that paper>", "NEGATIVE", None, None),
         (query("x") + "\nDecision made: novel.", "POSITIVE", None, None),
         ('```json\n{"Query": ""}\n```', None, None, None),
         ("I am not sure yet.", None, None, None),
