@@ -23,12 +23,12 @@ from typing import Any, Literal
 
 from ._base import (
     NEGATIVE,
-    AgentEffort,
     NONE,
     OUTCOMES,
     POSITIVE,
     TIE,
     UNSPECIFIED_REASON,
+    AgentEffort,
     Idea,
     Judge,
     JudgeContext,

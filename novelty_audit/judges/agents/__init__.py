@@ -6,6 +6,14 @@ one event loop, grounds citations, and writes effort, citations and the searches
 (`ai-scientist`, `idea-novelty-checker`, `search-agent`) are named in judges/_backends.py. docs/design/agents.md.
 """
 
-from ._base import AgentArgs, AgentJudge, AgentRun, Citation, Tally, ground_citation, tokens_of
+from ._base import (
+    AgentArgs,
+    AgentJudge,
+    AgentRun,
+    Citation,
+    Tally,
+    ground_citation,
+    tokens_of,
+)
 
 __all__ = ["AgentArgs", "AgentJudge", "AgentRun", "Citation", "Tally", "ground_citation", "tokens_of"]

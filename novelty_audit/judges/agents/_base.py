@@ -15,7 +15,6 @@ own paper) are listed as `role: dropped` entries, as the distance judges list th
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from abc import abstractmethod
 from collections import Counter
 from collections.abc import Mapping, Sequence
