@@ -24,6 +24,10 @@ NOVBENCH_PAPERS = 4
 PROBE_PAIRS = 4
 BOOTSTRAP = 200
 
+SHARED_PAIR_DATASETS = ["human-plus-generated-gpt-5.4", "human-plus-generated-gpt-5.1"]
+"""Two splits whose first PAIRS pairs share 10 pair ids: fan-out tests judge these, so that a pair id in both
+datasets must stay in one chunk (the shipped judge.datasets, human-only and human-plus-generated, share none)."""
+
 _TOP_KEY = re.compile(r"^\S[^\n]*:\s*$", re.M)
 
 

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 import yaml
 from mock_llm import MockLLM
+from tiny_project import SHARED_PAIR_DATASETS
 
 from novelty_audit.artifacts import Store
 from novelty_audit.errors import MissingDependencyError
@@ -77,13 +78,15 @@ def _configure(project: Path, mock: MockLLM, runner: str, address: str | None = 
         "args": {"model": "gpt-x", "base_url": mock.base_url, "api_key_env": None, "votes": 1, "orders": "both", "concurrency": 4},
     }
     raw["judge"]["judges"] = controls
-    # Both datasets share most pairs: the split must keep answering each shared prompt once.
+    # Both datasets share most pair ids: a shared pair must stay in one chunk (and each prompt be asked once).
+    raw["judge"]["datasets"] = SHARED_PAIR_DATASETS
+    raw["judge"]["probe_datasets"] = []  # the probe is derived from human-only, not judged here
     raw["judge"]["tasks"] = ["pairwise"]
     raw["judge"]["progress"] = False
     raw["judge"].setdefault("prices", {})["gpt-x"] = {"input_per_mtok": 0.15, "output_per_mtok": 0.6}
     raw["flows"] = {
         **(raw.get("flows") or {}),
-        "task_runner": runner, "address": address, "max_workers": 2, "dask_processes": False, "chunk_size": 80,
+        "task_runner": runner, "address": address, "max_workers": 2, "dask_processes": False, "chunk_size": 6,
         "limits": {"openai": {"concurrency": 2, "per_second": 50}},
     }  # fmt: skip
     (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
@@ -109,13 +112,13 @@ def dask_cluster():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("runner", ["dask", "dask-address", "thread"])
-def test_fanned_out_judging_equals_the_plain_stage(prefect_api, make_project, runner, request):
+def test_fanned_out_judging_equals_the_plain_stage(prefect_api, make_tiny_project_copy, runner, request):
     from flows.evaluate import evaluate
 
     cluster = request.getfixturevalue("dask_cluster") if runner == "dask-address" else None
     address = cluster.scheduler_address if cluster is not None else None
     with MockLLM() as mock:
-        plain, fanned = make_project("plain"), make_project("fanned")
+        plain, fanned = make_tiny_project_copy("plain"), make_tiny_project_copy("fanned")
         for project in (plain, fanned):
             _configure(project, mock, runner.removesuffix("-address"), address)
         with contextlib.chdir(plain):
@@ -128,6 +131,8 @@ def test_fanned_out_judging_equals_the_plain_stage(prefect_api, make_project, ru
     assert summary.totals()["failed"] == 0
     assert calls_fanned == calls_plain > 0  # no call lost or repeated by the split
     plain_t, fanned_t = _tables(plain), _tables(fanned)
+    by_dataset = [set(plain_t["verdicts"].filter(pl.col("dataset") == d)["pair_id"]) for d in SHARED_PAIR_DATASETS]
+    assert by_dataset[0] & by_dataset[1]  # pairs shared by both datasets were split
     for name in plain_t:
         assert fanned_t[name].equals(plain_t[name]), name
     if cluster is not None:

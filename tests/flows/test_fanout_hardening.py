@@ -16,6 +16,7 @@ import pytest
 import yaml
 from mock_llm import MockLLM
 from prefect_artifacts import latest_artifact
+from tiny_project import SHARED_PAIR_DATASETS
 
 import novelty_audit
 from novelty_audit.artifacts import Store, code_digest
@@ -89,7 +90,7 @@ def test_many_threads_reading_fresh_judges_code_digests_agree():
 # -- fan-out in a flow ----------------------------------------------------------------------------------
 
 
-def _configure(project: Path, mock: MockLLM, chunk_size: int = 40) -> None:
+def _configure(project: Path, mock: MockLLM, chunk_size: int = 6) -> None:
     raw = yaml.safe_load((project / "params.yaml").read_text())
     controls = {k: v for k, v in raw["judge"]["judges"].items() if v.get("backend") in ("always-first", "always-second")}
     controls["mock-gpt"] = {
@@ -97,6 +98,8 @@ def _configure(project: Path, mock: MockLLM, chunk_size: int = 40) -> None:
         "args": {"model": "gpt-x", "base_url": mock.base_url, "api_key_env": None, "votes": 1, "orders": "forward", "concurrency": 4},
     }
     raw["judge"]["judges"] = controls
+    raw["judge"]["datasets"] = SHARED_PAIR_DATASETS
+    raw["judge"]["probe_datasets"] = []  # the probe is derived from human-only, not judged here
     raw["judge"]["tasks"] = ["pairwise"]
     raw["judge"]["progress"] = False
     raw["judge"].setdefault("prices", {})["gpt-x"] = {"input_per_mtok": 0.15, "output_per_mtok": 0.6}
@@ -104,8 +107,14 @@ def _configure(project: Path, mock: MockLLM, chunk_size: int = 40) -> None:
     (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
 
 
+@pytest.fixture
+def tiny_copy(make_tiny_project_copy) -> Path:
+    """The small project (tests/tiny_project.py): what these tests check does not depend on the benchmark's size."""
+    return make_tiny_project_copy("project")
+
+
 @pytest.mark.slow
-def test_code_digests_are_computed_before_any_chunk_runs(prefect_api, project_copy, monkeypatch):
+def test_code_digests_are_computed_before_any_chunk_runs(prefect_api, tiny_copy, monkeypatch):
     import flows._fanout as fanout
     from flows.evaluate import evaluate
     from novelty_audit.judges import _base
@@ -121,14 +130,14 @@ def test_code_digests_are_computed_before_any_chunk_runs(prefect_api, project_co
     monkeypatch.setattr(fanout, "run_chunk", spy)
     monkeypatch.setattr(_base, "_CODE_DIGESTS", {})  # as in a fresh process
     with MockLLM() as mock:
-        _configure(project_copy, mock)
-        summary = evaluate(project_dir=str(project_copy), stages=["pin", "judge"])
+        _configure(tiny_copy, mock)
+        summary = evaluate(project_dir=str(tiny_copy), stages=["pin", "judge"])
     assert summary.totals()["failed"] == 0
     assert len(at_start) > 2 and all(at_start)
 
 
 @pytest.mark.slow
-def test_a_failed_fanout_keeps_the_calls_and_cost_of_its_chunks(prefect_api, project_copy, monkeypatch):
+def test_a_failed_fanout_keeps_the_calls_and_cost_of_its_chunks(prefect_api, tiny_copy, monkeypatch):
     from flows.evaluate import evaluate
     from novelty_audit.judges._openai import OpenAIJudge
 
@@ -145,14 +154,14 @@ def test_a_failed_fanout_keeps_the_calls_and_cost_of_its_chunks(prefect_api, pro
 
     monkeypatch.setattr(OpenAIJudge, "judge", judge)
     with MockLLM() as mock:
-        _configure(project_copy, mock)
-        with contextlib.chdir(project_copy):
+        _configure(tiny_copy, mock)
+        with contextlib.chdir(tiny_copy):
             from novelty_audit.pipeline import run_stage
 
             run_stage("pin")
-        store = Store(project_copy / ".novelty-audit")
+        store = Store(tiny_copy / ".novelty-audit")
         before = len(store.run_facts("judge"))
-        state = evaluate(project_dir=str(project_copy), stages=["judge"], return_state=True)
+        state = evaluate(project_dir=str(tiny_copy), stages=["judge"], return_state=True)
         calls = mock.count
     assert state.is_failed() and calls > 0
     with pytest.raises(RuntimeError, match="injected fault"):
