@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,10 +43,25 @@ def mock_judge(mock: MockLLM, **args) -> dict:
     }
 
 
+@pytest.fixture(scope="module")
+def pinned_template(tmp_path_factory) -> Path:
+    """A project whose pin stage ran once, for the module: each `pinned` test gets a copy (outputs, manifest and
+    store) instead of pinning the benchmark again."""
+    from project_copy import make_project
+
+    root = make_project(tmp_path_factory.mktemp("pinned") / "project")
+    with contextlib.chdir(root):
+        run("pin")
+    return root
+
+
 @pytest.fixture
-def pinned(project: Path) -> Path:
-    run("pin")
-    return project
+def pinned(pinned_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh copy of `pinned_template`, made the cwd."""
+    root = tmp_path / "project"
+    shutil.copytree(pinned_template, root)
+    monkeypatch.chdir(root)
+    return root
 
 
 def test_controls_judge_every_pair_of_both_splits_and_always_first_ties_all(pinned):
