@@ -196,3 +196,12 @@ def test_a_dry_run_counts_the_agents_decisions_sends_nothing_and_says_their_cost
     assert report["api_calls"] is True and report["calls"] == report["items"] > 0  # one decision per idea (votes 1)
     assert (report["cached"], report["usd_estimate"]) == (None, None)
     assert mock_llm.count == 0 and s2.count == 0
+
+
+def test_a_judge_that_is_no_agent_writes_zero_undecided_and_null_agent_columns(build):
+    judge = build("always-first", "first", votes=1)
+    out = judge.judge([PairItem("ds", "p-1", IDEA, OTHER, "i-1")], [PointItem("ds", IDEA, "POSITIVE")])
+    for row in (out.pairwise[0], out.pointwise[0]):
+        assert row["n_undecided"] == 0
+        assert [row[c] for c in ("n_rounds", "n_queries", "n_tokens", "citations")] == [None] * 4
+    assert out.pointwise[0]["cost_usd"] == 0.0
