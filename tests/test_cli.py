@@ -99,7 +99,8 @@ def test_verify_names_a_flipped_byte_in_a_call_cache_entry(pinned):
     assert entry.relative_to(project).as_posix() in res.stderr
 
 
-def test_verify_checks_published_reports_against_the_outputs_they_copy(project):
+def test_verify_checks_published_reports_against_the_outputs_they_copy(pinned):
+    project = pinned  # the pin stage below reuses pinned_template's outputs: its params are unchanged
     only_stages(project, "pin", "judge", "metrics")
     raw = yaml.safe_load((project / "params.yaml").read_text())
     raw["judge"] = {"datasets": ["human-only"], "tasks": ["pairwise"], "progress": False, "judges": {"always-first": {"backend": "always-first"}}}
@@ -156,8 +157,8 @@ def test_invalid_params_name_the_field(project):
     assert res.returncode == 2 and "pin.on_bad_itme" in res.stderr and "Traceback" not in res.stderr
 
 
-def test_manifest_and_runs_print_json(project):
-    cli("stage", "pin", cwd=project)
+def test_manifest_and_runs_print_json(pinned):
+    project = pinned  # pin ran through the CLI (pinned_template)
     m = orjson.loads(cli("manifest", "pin", cwd=project).stdout)
     assert m["manifest"]["stage"] == "pin" and m["last_run"]["action"] in {"computed", "reused", "restored"}
     runs = cli("runs", "--json", cwd=project)
