@@ -34,7 +34,7 @@ from ._prompts import PromptTemplate, load_prompt, parse_verdict, template_knobs
 from ._protocol import Call, CallResult, VoteJudge
 from ._s2 import S2Args
 
-__all__ = ["LLMArgs", "LLMJudge", "RetrievalArgs"]
+__all__ = ["LLMArgs", "LLMJudge", "ModelArgs", "RetrievalArgs"]
 
 
 class RetrievalArgs(Frozen):
@@ -48,9 +48,10 @@ class RetrievalArgs(Frozen):
     """Abstract length shown (characters)."""
 
 
-class LLMArgs(CallSettings):
-    """Arguments of the API LLM judges (`openai`, `anthropic`): what to ask, and how to ask it (the call
-    layer's `CallSettings`: concurrency, rate limits, retries, timeouts, circuit breaker, batches)."""
+class ModelArgs(CallSettings):
+    """The model an LLM-backed judge asks and what its calls cost, with how it is asked (the call layer's
+    `CallSettings`: concurrency, rate limits, retries, timeouts, circuit breaker, batches). The prompted judges'
+    `LLMArgs` and the search agents' `AgentArgs` extend it."""
 
     model: str
     """Model name as the endpoint knows it."""
@@ -60,6 +61,22 @@ class LLMArgs(CallSettings):
     api_key_env: str | None = None
     """Name of the environment variable holding the key (default OPENAI_API_KEY / ANTHROPIC_API_KEY);
     null for local servers that need none. The key itself is never written anywhere."""
+    price: Price | None = None
+    """This judge's price in USD per million tokens, overriding `judge.prices` (0 allowed)."""
+    local: bool = False
+    """A local endpoint (Ollama, llama.cpp, vLLM on your machine): calls cost nothing, so no price is
+    needed and `judge.budget_usd` never stops it."""
+
+    @model_validator(mode="after")
+    def _price_or_local(self) -> ModelArgs:
+        if self.local and self.price is not None and (self.price.input_per_mtok or self.price.output_per_mtok):
+            raise ValueError("local: true means the calls cost nothing; drop `price` or set local: false")
+        return self
+
+
+class LLMArgs(ModelArgs):
+    """Arguments of the prompted API LLM judges (`openai`, `anthropic`): the model (`ModelArgs`) and what to ask."""
+
     api: Literal["chat", "completions"] = "chat"
     """`openai` backend only. chat: /v1/chat/completions with the rendered messages (instruction-tuned
     models). completions: /v1/completions with one plain-text prompt — system and user text, then
@@ -85,16 +102,6 @@ class LLMArgs(CallSettings):
     retrieval: RetrievalArgs | S2Args | None = None
     """Show related abstracts per idea: `{corpus: ...}` (local corpus) or `{source: semantic-scholar, ...}`
     (Graph API search, judges/_s2.py); None: off."""
-    price: Price | None = None
-    """This judge's price in USD per million tokens, overriding `judge.prices` (0 allowed)."""
-    local: bool = False
-    """A local endpoint (Ollama, llama.cpp, vLLM on your machine): calls cost nothing, so no price is
-    needed and `judge.budget_usd` never stops it."""
-    @model_validator(mode="after")
-    def _price_or_local(self) -> LLMArgs:
-        if self.local and self.price is not None and (self.price.input_per_mtok or self.price.output_per_mtok):
-            raise ValueError("local: true means the calls cost nothing; drop `price` or set local: false")
-        return self
 
 
 class LLMJudge(VoteJudge):

@@ -18,18 +18,18 @@ import asyncio
 from abc import abstractmethod
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from ...artifacts import digest_obj
 from ...config import Frozen, Price
 from ...errors import ConfigError
-from ...llm import Budget, CallCache, CallSettings, Endpoint, LLMClient, Reply, Sampling
+from ...llm import Budget, CallCache, Endpoint, LLMClient, Reply, Sampling, run_coro
 from ...search import Search, SearchArgs, SearchResult, make_search, same_title
 from .._base import Idea, JudgeContext, JudgeOutput, PairItem, PointItem, pairwise_row
+from .._llm import ModelArgs
 from .._protocol import Call, CallResult, VoteJudge
 
 __all__ = ["AgentArgs", "AgentJudge", "AgentRun", "Citation", "Tally", "ground_citation", "tokens_of"]
@@ -37,36 +37,19 @@ __all__ = ["AgentArgs", "AgentJudge", "AgentRun", "Citation", "Tally", "ground_c
 AgentOutcome = Literal["valid", "invalid", "undecided", "refusal", "truncated", "error"]
 
 
-class AgentArgs(CallSettings):
-    """What every agent backend takes: the model and how it is asked (the call layer's `CallSettings`), votes,
-    price, and where it searches. A backend's args model subclasses this, gives `search` its default source,
-    and adds its own knobs (max_rounds, k, ...)."""
+class AgentArgs(ModelArgs):
+    """What every agent backend takes: the model, its endpoint and price and how it is asked (`ModelArgs`), the
+    provider, sampling, votes and where it searches. A backend's args model subclasses this, gives `search` its
+    default source, and adds its own knobs (max_rounds, k, ...)."""
 
     provider: Literal["openai", "anthropic"] = "openai"
     """The call layer's provider for the model (an OpenAI-compatible endpoint or Anthropic's Messages API)."""
-    model: str
-    """Model name as the endpoint knows it."""
-    base_url: str | None = None
-    """OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, LiteLLM); None: the provider's own. In the call key."""
-    api_key_env: str | None = None
-    """Environment variable holding the key (default OPENAI_API_KEY / ANTHROPIC_API_KEY); null for local
-    servers that need none. The key itself is never written anywhere."""
     sampling: Sampling = Field(default_factory=Sampling)
     """Generation settings of every turn (all in the call key)."""
     votes: int = Field(1, ge=1)
     """Decisions per item (per order for pairwise): each an independent agent run with its own replicate index."""
-    price: Price | None = None
-    """USD per million tokens, overriding `judge.prices` (0 allowed)."""
-    local: bool = False
-    """A local endpoint: calls cost nothing, no price needed, `judge.budget_usd` never stops it."""
     search: SearchArgs
     """Where the agent searches (`{source: semantic-scholar | arxiv, cutoff: YYYY-MM-DD, ...}`)."""
-
-    @model_validator(mode="after")
-    def _price_or_local(self) -> AgentArgs:
-        if self.local and self.price is not None and (self.price.input_per_mtok or self.price.output_per_mtok):
-            raise ValueError("local: true means the calls cost nothing; drop `price` or set local: false")
-        return self
 
 
 class Citation(Frozen):
@@ -261,7 +244,7 @@ class AgentJudge(VoteJudge):
                             votes_reverse=None, counts={}, score_0=None, score_1=None, evidence_parts=parts)  # fmt: skip
 
     def run_calls(self, calls: Sequence[Call]) -> list[CallResult]:
-        runs = _run_coro(self._run_all(calls))
+        runs = run_coro(self._run_all(calls))
         return [self._result(c, r) for c, r in zip(calls, runs, strict=True)]
 
     async def _run_all(self, calls: Sequence[Call]) -> list[AgentRun]:
@@ -334,11 +317,3 @@ class AgentJudge(VoteJudge):
         return flat, list(docs.values())
 
 
-def _run_coro(coro: Any) -> Any:
-    """Run `coro` from sync code, also when called inside a running event loop (then on a worker thread)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
