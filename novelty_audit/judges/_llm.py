@@ -73,6 +73,23 @@ class ModelArgs(CallSettings):
             raise ValueError("local: true means the calls cost nothing; drop `price` or set local: false")
         return self
 
+    def resolve_price(self, ctx: JudgeContext) -> Price | None:
+        """This judge's price: free when local, else its own `price`, else `judge.prices[model]`. A budget cap
+        with no price is a `ConfigError`: the cap could not be kept."""
+        if self.local:
+            return Price(input_per_mtok=0.0, output_per_mtok=0.0)
+        price = self.price if self.price is not None else ctx.prices.get(self.model)
+        if ctx.budget is not None and ctx.budget.cap is not None and price is None:
+            raise ConfigError(
+                f"judge {ctx.name}: judge.budget_usd is set but model '{self.model}' has no price",
+                hint=(
+                    f"add `{self.model}: {{input_per_mtok: …, output_per_mtok: …}}` under judge.prices, or for a "
+                    f"local or free endpoint set `local: true` in judge.judges.{ctx.name}.args "
+                    f"(or `price: {{input_per_mtok: 0, output_per_mtok: 0}}`), or remove judge.budget_usd"
+                ),
+            )
+        return price
+
 
 class LLMArgs(ModelArgs):
     """Arguments of the prompted API LLM judges (`openai`, `anthropic`): the model (`ModelArgs`) and what to ask."""
@@ -132,21 +149,8 @@ class LLMJudge(VoteJudge):
                     f"judge {ctx.name}: {exc.message}",
                     hint="pointwise templates: reference-v1, p1-v1, p2-v1; set args.pointwise_prompt",
                 ) from None
-        if args.local:
-            self.price: Price | None = Price(input_per_mtok=0.0, output_per_mtok=0.0)
-        else:
-            self.price = args.price if args.price is not None else ctx.prices.get(args.model)
-        budget = ctx.budget
-        if budget is not None and budget.cap is not None and self.price is None:
-            raise ConfigError(
-                f"judge {ctx.name}: judge.budget_usd is set but model '{args.model}' has no price",
-                hint=(
-                    f"add `{args.model}: {{input_per_mtok: …, output_per_mtok: …}}` under judge.prices, or for a "
-                    f"local or free endpoint set `local: true` in judge.judges.{ctx.name}.args "
-                    f"(or `price: {{input_per_mtok: 0, output_per_mtok: 0}}`), or remove judge.budget_usd"
-                ),
-            )
-        self.budget: Budget = budget if budget is not None else Budget(None)
+        self.price = args.resolve_price(ctx)
+        self.budget: Budget = ctx.budget if ctx.budget is not None else Budget(None)
         self.cache = CallCache(ctx.cache_dir / "calls", shared=ctx.shared_cache)
         self.retriever = None
         if args.retrieval is not None:

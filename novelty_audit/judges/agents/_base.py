@@ -24,8 +24,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ...artifacts import digest_obj
-from ...config import Frozen, Price
-from ...errors import ConfigError
+from ...config import Frozen
 from ...llm import Budget, CallCache, Endpoint, LLMClient, Reply, Sampling, run_coro
 from ...search import Search, SearchArgs, SearchResult, make_search, same_title
 from .._base import Idea, JudgeContext, JudgeOutput, PairItem, PointItem, pairwise_row
@@ -152,18 +151,8 @@ class AgentJudge(VoteJudge):
         self.args = args
         provider = args.provider
         self.key_env = args.api_key_env if "api_key_env" in args.model_fields_set else f"{provider.upper()}_API_KEY"
-        if args.local:
-            self.price: Price | None = Price(input_per_mtok=0.0, output_per_mtok=0.0)
-        else:
-            self.price = args.price if args.price is not None else ctx.prices.get(args.model)
-        budget = ctx.budget
-        if budget is not None and budget.cap is not None and self.price is None:
-            raise ConfigError(
-                f"judge {ctx.name}: judge.budget_usd is set but model '{args.model}' has no price",
-                hint=(f"add `{args.model}: {{input_per_mtok: …, output_per_mtok: …}}` under judge.prices, or set "
-                      f"`local: true` or `price:` in judge.judges.{ctx.name}.args, or remove judge.budget_usd"),
-            )  # fmt: skip
-        self.budget: Budget = budget if budget is not None else Budget(None)
+        self.price = args.resolve_price(ctx)
+        self.budget: Budget = ctx.budget if ctx.budget is not None else Budget(None)
         self.llm = LLMClient(
             Endpoint(provider, args.model, args.base_url, "chat", self.key_env),
             args,
