@@ -116,11 +116,9 @@ class AiScientistJudge(AgentJudge):
                 self.user, round=round_no, max_rounds=a.max_rounds, idea=idea.text, last_query=last_query, results=results)})  # fmt: skip
             request = Request(messages=list(messages), sampling=a.sampling, replicate=call.vote_index,
                               label=f"pointwise {call.item_id} round {round_no}", tag=call)  # fmt: skip
-            [reply] = await self.llm.ask_async([request])
+            reply = await self.ask_turn(tally, request)
             if not reply.ok:
-                assert reply.failure is not None
-                return tally.end("error", error_reason=reply.failure.reason, detail=reply.failure.detail)
-            tally.add(reply)
+                return tally.failed(reply)
             turn = read_turn(reply.text)
             if turn.decision is not None:
                 cited = {"title": turn.cited, "doc_id": None} if turn.cited else None

@@ -25,7 +25,16 @@ from pydantic import Field
 
 from ...artifacts import digest_obj
 from ...config import Frozen
-from ...llm import Budget, CallCache, Endpoint, LLMClient, Reply, Sampling, run_coro
+from ...llm import (
+    Budget,
+    CallCache,
+    Endpoint,
+    LLMClient,
+    Reply,
+    Request,
+    Sampling,
+    run_coro,
+)
 from ...search import Search, SearchArgs, SearchResult, make_search, same_title
 from .._base import Idea, JudgeContext, JudgeOutput, PairItem, PointItem, pairwise_row
 from .._llm import ModelArgs
@@ -120,6 +129,11 @@ class Tally:
             provider_model=",".join(sorted(self.models)) or None, error_reason=error_reason, detail=detail,
         )  # fmt: skip
 
+    def failed(self, reply: Reply) -> AgentRun:
+        """The decision ended by a turn the call layer could not get answered: an `error` with the layer's reason."""
+        assert reply.failure is not None
+        return self.end("error", error_reason=reply.failure.reason, detail=reply.failure.detail)
+
 
 def ground_citation(citation: Mapping[str, Any] | Citation | None, searches: Sequence[SearchResult]) -> dict[str, Any] | None:
     """{title, doc_id, retrieved}: the cited paper is among the papers these searches returned (doc_id match,
@@ -173,6 +187,13 @@ class AgentJudge(VoteJudge):
     @abstractmethod
     async def run_one(self, call: Call) -> AgentRun:
         """One decision: the agent's turns and searches for `call`, ending in one outcome."""
+
+    async def ask_turn(self, tally: Tally, request: Request) -> Reply:
+        """Ask one turn of a decision through the call layer (cached, budgeted); an answered turn counts in `tally`."""
+        (reply,) = await self.llm.ask_async([request])
+        if reply.ok:
+            tally.add(reply)
+        return reply
 
     @abstractmethod
     def knobs(self) -> dict[str, Any]:

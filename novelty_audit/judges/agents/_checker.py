@@ -555,10 +555,7 @@ class IdeaNoveltyChecker(AgentJudge):
         async def ask(step: str, messages: list[dict[str, str]]) -> Reply:
             request = Request(messages=messages, sampling=self.args.sampling, replicate=call.vote_index,
                               label=f"{step} {call.item_id}")  # fmt: skip
-            (reply,) = await self.llm.ask_async([request])
-            if reply.ok:
-                tally.add(reply)
-            return reply
+            return await self.ask_turn(tally, request)
 
         async def find(query: str) -> Any:
             return await self.search.search_async(query, exclude_title=idea.title)

@@ -256,11 +256,9 @@ class SearchAgentJudge(AgentJudge):
         for round_no in range(1, a.max_rounds + 1):
             request = Request(messages=list(messages), sampling=self.turn_sampling, replicate=call.vote_index, tools=(self.tool,),
                               label=f"{call.task} {call.item_id} round {round_no}", tag=call)  # fmt: skip
-            [reply] = await self.llm.ask_async([request])
+            reply = await self.ask_turn(run, request)
             if not reply.ok:
-                assert reply.failure is not None
-                return run.end("error", error_reason=reply.failure.reason, detail=reply.failure.detail)
-            run.add(reply)
+                return run.failed(reply)
             if not reply.tool_calls:
                 outcome, choice, note = classify(call.task, reply)
                 return run.end(outcome, choice=choice, detail=note, citation=parse_citation(reply.text))
