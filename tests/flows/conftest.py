@@ -6,9 +6,11 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import pytest
 import yaml
+from dvc_run import ok
 from project_copy import REPO, ignore_run_state
 from tiny_project import make_tiny_project
 
@@ -96,3 +98,53 @@ def light_project(tmp_path: Path) -> Path:
 def make_light_project(make_tiny_project_copy):
     """A factory of light small project copies: `make_light_project("a")` → tmp_path/a."""
     return lambda name: without_embedding_judges(make_tiny_project_copy(name))
+
+
+def stage_digests(project: Path) -> dict[str, tuple[str, str, dict[str, str]]]:
+    """Every dvc.yaml stage's (identity, manifest digest, output sha256 by path)."""
+    import yaml
+
+    from novelty_audit.artifacts import load_manifest
+
+    out = {}
+    for name in yaml.safe_load((project / "dvc.yaml").read_text())["stages"]:
+        m = load_manifest(project / "artifacts" / name)
+        out[name] = (m.identity, m.digest(), {r.path: r.sha256 for r in m.outputs})
+    return out
+
+
+class DvcAndFlow(NamedTuple):
+    """Two light projects, both git + DVC repositories: one run by `dvc repro`, one by the `evaluate` flow."""
+
+    by_dvc: Path
+    by_flow: Path
+    flow_summary: Any
+    """The flow's run summary."""
+    digests: dict[str, dict]
+    """stage_digests of each ("dvc", "flow") right after its run (tests may change by_dvc afterwards)."""
+    run_ids: dict[str, list[str]]
+    """The ledger's run ids of each right after its run."""
+
+
+@pytest.fixture(scope="session")
+def dvc_and_flow(prefect_api, tmp_path_factory) -> DvcAndFlow:
+    """The whole pipeline once by `dvc repro` and once by the flow, for the session: a full run of each is the
+    costliest thing the flow tests do, and the flow-vs-DVC checks (tests/flows/test_evaluate_flow.py,
+    test_dvc_consistency.py) all start from these two. Only test_dvc_consistency's first test changes `by_dvc`;
+    the others read it through the snapshots taken here."""
+    from flows.evaluate import evaluate
+    from novelty_audit.artifacts import Store
+
+    root = tmp_path_factory.mktemp("dvc-and-flow")
+    by_dvc = without_embedding_judges(copy_project(root / "dvc", tiny=True))
+    by_flow = without_embedding_judges(copy_project(root / "flow", tiny=True))
+    for project in (by_dvc, by_flow):
+        ok("git", "init", "-q", cwd=project)
+        ok("dvc", "init", "-q", cwd=project)
+    ok("dvc", "repro", cwd=by_dvc)
+    summary = evaluate(project_dir=str(by_flow))
+    return DvcAndFlow(
+        by_dvc, by_flow, summary,
+        digests={"dvc": stage_digests(by_dvc), "flow": stage_digests(by_flow)},
+        run_ids={k: [r.run_id for r in Store(p / ".novelty-audit").runs()] for k, p in (("dvc", by_dvc), ("flow", by_flow))},
+    )  # fmt: skip

@@ -183,20 +183,34 @@ def _configure(project: Path, mock: MockLLM) -> None:
     raw["judge"]["tasks"] = ["pairwise"]
     raw["judge"]["progress"] = False
     raw["judge"].setdefault("prices", {})["gpt-x"] = {"input_per_mtok": 0.15, "output_per_mtok": 0.6}
+    # The small project's 24 pairs (no id shared by the two splits) in chunks of 6: four, a multiple of the two lanes.
     raw["flows"] = {
         **(raw.get("flows") or {}),
-        "task_runner": "dask", "address": None, "max_workers": 2, "dask_processes": True, "chunk_size": 40,
+        "task_runner": "dask", "address": None, "max_workers": 2, "dask_processes": True, "chunk_size": 6,
         "limits": {"openai": {"concurrency": 2, "per_second": None}},
     }  # fmt: skip
     (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
 
 
+def _differing(a: pl.DataFrame, b: pl.DataFrame) -> dict:
+    """The columns whose values differ between two tables of one shape, with the first differing pair of values."""
+    if a.columns != b.columns or a.height != b.height:
+        return {"columns": (a.columns, b.columns), "rows": (a.height, b.height)}
+    out = {}
+    for c in a.columns:
+        x, y = a[c].to_list(), b[c].to_list()
+        if x != y:
+            i = next(i for i, (u, v) in enumerate(zip(x, y)) if u != v)
+            out[c] = (i, x[i], y[i])
+    return out
+
+
 @pytest.mark.slow
-def test_judging_on_local_worker_processes_equals_the_plain_stage(prefect_api, make_project):
+def test_judging_on_local_worker_processes_equals_the_plain_stage(prefect_api, make_tiny_project_copy):
     from flows.evaluate import evaluate
 
     with MockLLM() as mock:
-        plain, fanned = make_project("plain"), make_project("fanned")
+        plain, fanned = make_tiny_project_copy("plain"), make_tiny_project_copy("fanned")
         for project in (plain, fanned):
             _configure(project, mock)
         with contextlib.chdir(plain):
@@ -212,6 +226,6 @@ def test_judging_on_local_worker_processes_equals_the_plain_stage(prefect_api, m
         a = pl.read_parquet(plain / "artifacts" / "judge" / f"{name}.parquet")
         b = pl.read_parquet(fanned / "artifacts" / "judge" / f"{name}.parquet")
         drop = [c for c in ("latency_s",) if c in a.columns]
-        assert b.drop(drop).equals(a.drop(drop)), name
+        assert b.drop(drop).equals(a.drop(drop)), (name, _differing(a.drop(drop), b.drop(drop)))
     facts = Store(fanned / ".novelty-audit").run_facts("judge")[-1]
     assert facts["mock-gpt"]["chunks"] % 2 == 0 and facts["mock-gpt"]["calls"] == calls_fanned

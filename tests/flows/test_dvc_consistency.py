@@ -4,31 +4,18 @@ one record per distinct run."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import orjson
 import pytest
 import yaml
+from dvc_run import ok
 
 from novelty_audit.artifacts import Store
 
 pytestmark = pytest.mark.slow
 
 AUDIT = ("reports/audit.md", "reports/audit.json")
-
-
-def sh(*cmd: str, cwd: Path) -> subprocess.CompletedProcess:
-    """Run a command in `cwd` with DVC analytics off; never raises on a non-zero exit."""
-    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, timeout=1800, check=False)
-
-
-def ok(*cmd: str, cwd: Path) -> str:
-    res = sh(*cmd, cwd=cwd)
-    assert res.returncode == 0, f"{' '.join(cmd)} exited {res.returncode}:\n{res.stdout}\n{res.stderr}"
-    return res.stdout
 
 
 def assert_dvc_in_step(project: Path) -> None:
@@ -43,13 +30,12 @@ def audit_bytes(project: Path) -> dict[str, bytes]:
     return {rel: (project / rel).read_bytes() for rel in AUDIT}
 
 
-def test_flow_runs_keep_dvc_lock_the_audit_and_the_ledger_in_step_with_dvc_repro(prefect_api, light_project):
+def test_flow_runs_keep_dvc_lock_the_audit_and_the_ledger_in_step_with_dvc_repro(dvc_and_flow):
     from flows.evaluate import evaluate
 
-    project = light_project
-    ok("git", "init", "-q", cwd=project)
-    ok("dvc", "init", "-q", cwd=project)
-    ok("dvc", "repro", cwd=project)
+    # dvc_and_flow.by_dvc: a light project just run by `dvc repro` (tests/flows/conftest.py); this test is the
+    # only one that changes it.
+    project = dvc_and_flow.by_dvc
     by_dvc = audit_bytes(project)
     ledger = Store(project / ".novelty-audit")
     (first,) = ledger.runs()
@@ -83,23 +69,20 @@ def test_flow_runs_keep_dvc_lock_the_audit_and_the_ledger_in_step_with_dvc_repro
     assert_dvc_in_step(project)
 
 
-def test_a_flow_run_on_a_fresh_dvc_project_leaves_dvc_nothing_to_do(prefect_api, light_project):
-    from flows.evaluate import evaluate
-
-    project = light_project
-    ok("git", "init", "-q", cwd=project)
-    ok("dvc", "init", "-q", cwd=project)
-    summary = evaluate(project_dir=str(project))
+def test_a_flow_run_on_a_fresh_dvc_project_leaves_dvc_nothing_to_do(dvc_and_flow):
+    # dvc_and_flow.by_flow: a fresh light git + DVC project just run by the flow (tests/flows/conftest.py).
+    project, summary = dvc_and_flow.by_flow, dvc_and_flow.flow_summary
     assert summary.totals()["failed"] == 0 and summary.totals()["computed"] == len(summary.stages)
     assert_dvc_in_step(project)
     assert len(Store(project / ".novelty-audit").runs()) == 1
 
 
-def test_without_dvc_the_flow_says_it_left_dvc_lock_alone(prefect_api, project_copy, caplog):
+def test_without_dvc_the_flow_says_it_left_dvc_lock_alone(prefect_api, make_tiny_project_copy, caplog):
     import logging
 
     from flows.evaluate import evaluate
 
+    project_copy = make_tiny_project_copy("project")
     flow_log = logging.getLogger("prefect.flow_runs")  # Prefect's run loggers do not propagate to root
     flow_log.addHandler(caplog.handler)
     try:
