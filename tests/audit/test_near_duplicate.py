@@ -9,8 +9,8 @@ import html
 
 import orjson
 import pytest
-from starlette.testclient import TestClient
 from corpus_world import CorpusWorld, bench_items, corpus_slice, default_distance_judges
+from starlette.testclient import TestClient
 from worlds import DocLedger, write_params
 
 from novelty_audit.review import create_app
