@@ -31,7 +31,8 @@ def _tiny_corpus_project(project: Path) -> None:
     raw = yaml.safe_load((project / "params.yaml").read_text())
     judges = {k: v for k, v in raw["judge"]["judges"].items() if v.get("backend") in ("always-first", "random")}
     judges["rnd-minilm"] = {"backend": "distance-rnd", "args": {"corpus": "data/prior-work", "k": 3, "neighbours": 8}}
-    raw["judge"].update(judges=judges, tasks=["pairwise"], progress=True)
+    # One split: the judge embeds each idea text once per project, and only the corpus's shards are under test.
+    raw["judge"].update(judges=judges, datasets=["human-only"], probe_datasets=[], tasks=["pairwise"], progress=True)
     raw["flows"] = {**(raw.get("flows") or {}), "task_runner": "dask", "max_workers": 2, "dask_processes": False}
     (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
 
