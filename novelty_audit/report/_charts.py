@@ -97,23 +97,8 @@ def order_flip_chart(rows: list[dict[str, Any]]) -> Any:
 
 def flip_matrix_chart(rows: list[dict[str, Any]], vmax: float) -> Any:
     """rows: judge_a, judge_b, flip_rate (one dataset, controls left out); colour scale 0..vmax."""
-    alt = _alt()
     judges = sorted({r["judge_a"] for r in rows} | {r["judge_b"] for r in rows})
-    base = alt.Chart(alt.Data(values=rows)).encode(
-        x=alt.X("judge_b:N", sort=judges, title=None, axis=alt.Axis(labelAngle=-40, labelLimit=220)),
-        y=alt.Y("judge_a:N", sort=judges, title=None, axis=alt.Axis(labelLimit=220)),
-    )
-    rect = base.mark_rect(stroke="white", strokeWidth=1).encode(
-        color=alt.Color("flip_rate:Q", title="flip rate", scale=alt.Scale(domain=[0, vmax], scheme="blues", clamp=True)),
-        tooltip=["judge_a:N", "judge_b:N", "flip_rate:Q", "compared:Q"],
-    )
-    # Dark cells get white text, light cells black: readable on the whole scale.
-    text = base.mark_text(fontSize=11).encode(
-        text=alt.Text("flip_rate:Q", format=".2f"),
-        color=alt.condition(f"datum.flip_rate > {vmax * 0.55:.6f}", alt.value("white"), alt.value("black")),
-    )
-    size = max(160, 44 * len(judges))
-    return (rect + text).properties(width=size, height=size)
+    return _pair_heatmap(rows, judges, vmax, rate="flip_rate", title="flip rate", scheme="blues", count="compared", label_limit=220)
 
 
 def cost_chart(rows: list[dict[str, Any]]) -> Any:
@@ -167,18 +152,25 @@ def forest_chart(rows: list[dict[str, Any]]) -> Any:
 
 def disagreement_chart(rows: list[dict[str, Any]], judges: list[str], vmax: float) -> Any:
     """rows: judge_a, judge_b, disagreement_rate, n_items (every ordered pair of a sweep's judges); colour 0..vmax."""
+    return _pair_heatmap(rows, judges, vmax, rate="disagreement_rate", title="disagreement", scheme="oranges", count="n_items", label_limit=260)
+
+
+def _pair_heatmap(rows: list[dict[str, Any]], judges: list[str], vmax: float, *, rate: str, title: str, scheme: str,
+                  count: str, label_limit: int) -> Any:  # fmt: skip
+    """A judge × judge matrix of `rate` (rows: judge_a, judge_b, rate, count), coloured 0..vmax, each cell labelled."""
     alt = _alt()
     base = alt.Chart(alt.Data(values=rows)).encode(
-        x=alt.X("judge_b:N", sort=judges, title=None, axis=alt.Axis(labelAngle=-40, labelLimit=260)),
-        y=alt.Y("judge_a:N", sort=judges, title=None, axis=alt.Axis(labelLimit=260)),
+        x=alt.X("judge_b:N", sort=judges, title=None, axis=alt.Axis(labelAngle=-40, labelLimit=label_limit)),
+        y=alt.Y("judge_a:N", sort=judges, title=None, axis=alt.Axis(labelLimit=label_limit)),
     )
     rect = base.mark_rect(stroke="white", strokeWidth=1).encode(
-        color=alt.Color("disagreement_rate:Q", title="disagreement", scale=alt.Scale(domain=[0, vmax], scheme="oranges", clamp=True)),
-        tooltip=["judge_a:N", "judge_b:N", "disagreement_rate:Q", "n_items:Q"],
+        color=alt.Color(f"{rate}:Q", title=title, scale=alt.Scale(domain=[0, vmax], scheme=scheme, clamp=True)),
+        tooltip=["judge_a:N", "judge_b:N", f"{rate}:Q", f"{count}:Q"],
     )
+    # Dark cells get white text, light cells black: readable on the whole scale.
     text = base.mark_text(fontSize=11).encode(
-        text=alt.Text("disagreement_rate:Q", format=".2f"),
-        color=alt.condition(f"datum.disagreement_rate > {vmax * 0.55:.6f}", alt.value("white"), alt.value("black")),
+        text=alt.Text(f"{rate}:Q", format=".2f"),
+        color=alt.condition(f"datum.{rate} > {vmax * 0.55:.6f}", alt.value("white"), alt.value("black")),
     )
     size = max(160, 44 * len(judges))
     return (rect + text).properties(width=size, height=size)
