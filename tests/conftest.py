@@ -43,3 +43,21 @@ def run_main(capsys: pytest.CaptureFixture[str]):
         return code, cap.out, cap.err
 
     return run
+
+
+@pytest.fixture
+def s2():
+    """A loopback Semantic Scholar Graph API (tests/mock_s2.py), stopped after the test."""
+    from mock_s2 import MockS2
+
+    with MockS2() as mock:
+        yield mock
+
+
+@pytest.fixture
+def arxiv():
+    """A loopback arXiv Atom API (tests/mock_arxiv.py), stopped after the test."""
+    from mock_arxiv import MockArxiv
+
+    with MockArxiv() as mock:
+        yield mock

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from judge_items import idea, make_pairs
 from mock_llm import MockLLM
-from mock_s2 import MockS2, paper
+from mock_s2 import paper
 
 from novelty_audit.errors import ConfigError
 from novelty_audit.judges._s2 import RetrievalError, S2Args, S2Retriever
@@ -25,12 +25,6 @@ def benchmark_only(raw: dict) -> dict:
     """Pin only the benchmark splits the `project` fixture copies (other sources need their own data)."""
     raw["pin"]["datasets"] = {k: v for k, v in raw["pin"]["datasets"].items() if str(v.get("path", "")).startswith("data/novelty-judge-bench/")}
     return raw
-
-
-@pytest.fixture
-def s2():
-    with MockS2() as mock:
-        yield mock
 
 
 def retriever(s2, tmp_path, **kw) -> S2Retriever:

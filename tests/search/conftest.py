@@ -1,26 +1,12 @@
-"""Loopback mocks of Semantic Scholar and arXiv, and search objects pointed at them with fast retries."""
+"""Search objects pointed at the loopback Semantic Scholar and arXiv mocks (fixtures `s2`, `arxiv`: tests/conftest.py), with fast retries."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from mock_arxiv import MockArxiv
-from mock_s2 import MockS2
 
 from novelty_audit.search import Search, SearchArgs, make_search
-
-
-@pytest.fixture
-def s2():
-    with MockS2() as mock:
-        yield mock
-
-
-@pytest.fixture
-def arxiv():
-    with MockArxiv() as mock:
-        yield mock
 
 
 @pytest.fixture
