@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,3 +48,12 @@ def make_project(root: Path) -> Path:
     for p in (root / "data").rglob("*"):
         os.chmod(p, 0o755 if p.is_dir() else 0o644)
     return root
+
+
+def init_git_dvc(root: Path, run: Callable[..., subprocess.CompletedProcess]) -> None:
+    """Make `root` a git + DVC repository with every file committed, as a researcher's clone is; each command
+    goes through `run(*cmd, cwd=root)` (the caller's environment) and must succeed."""
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]):  # fmt: skip
+        res = run(*cmd, cwd=root)
+        assert res.returncode == 0, res.stderr

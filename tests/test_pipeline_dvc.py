@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from project_copy import REPO
+from project_copy import REPO, init_git_dvc
 from tiny_project import make_tiny_project
 
 from novelty_audit.artifacts import code_digest, declared_stages, load_manifest, uncovered_inputs
@@ -31,10 +31,7 @@ def _sh(*cmd: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.C
 @pytest.fixture(scope="module")
 def repro(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess, subprocess.CompletedProcess]:
     root = make_tiny_project(tmp_path_factory.mktemp("clone") / "project")
-    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]):
-        res = _sh(*cmd, cwd=root)
-        assert res.returncode == 0, res.stderr
+    init_git_dvc(root, _sh)
     first = _sh("dvc", "repro", cwd=root)
     assert first.returncode == 0, first.stdout + first.stderr
     second = _sh("dvc", "repro", cwd=root)
@@ -119,10 +116,7 @@ def small(tmp_path: Path) -> Path:
     doc.pop("plots", None)
     (root / "dvc.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     _write_params(root, CONTROLS)
-    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]):
-        res = _sh(*cmd, cwd=root)
-        assert res.returncode == 0, res.stderr
+    init_git_dvc(root, _sh)
     return root
 
 

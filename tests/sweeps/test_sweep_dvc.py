@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 import yaml
 from mock_llm import MockLLM
+from project_copy import init_git_dvc
 from test_sweep_run import BASE, VARIANTS, by_prompt_hash
 from tiny_project import make_tiny_project
 
@@ -56,10 +57,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory):
     root = make_tiny_project(tmp_path_factory.mktemp("sweep-dvc") / "project")
     with MockLLM(answer=by_prompt_hash) as mock:
         _configure(root, mock, "reference-v1")
-        for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["git", "add", "-A"],
-                    ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]):
-            res = _sh(*cmd, cwd=root)
-            assert res.returncode == 0, res.stderr
+        init_git_dvc(root, _sh)
         first = _sh("dvc", "repro", cwd=root)
         assert first.returncode == 0, first.stdout + first.stderr
         before = {"verdicts": pl.read_parquet(root / "artifacts/judge/verdicts.parquet"),
