@@ -653,8 +653,11 @@ class LLMClient:
                     if run.breaker.open:
                         break
                     if claim is None:
-                        # Creating the claim file may wait on a busy disk: off the loop, so requests keep flowing.
-                        claim = await loop.run_in_executor(run.pool, self.cache.try_claim, key)
+                        if self.cache.claim_is_quick(key):
+                            claim = self.cache.try_claim(key)  # one flock on an open descriptor: no thread hop
+                        else:
+                            # Creating the stripe file may wait on a busy disk: off the loop, so requests keep flowing.
+                            claim = await loop.run_in_executor(run.pool, self.cache.try_claim, key)
                         if claim is not None and (waited or not self.refresh):
                             entry = self.cache.get(key)  # answered since we first looked (by whoever held the claim)
                             if entry is not None:

@@ -166,6 +166,41 @@ def test_stale_temps_of_dead_writers_go_and_a_live_writers_stay(tmp_path):
     assert sorted(clean_stale_temps(tmp_path)) == sorted([live_file, live_dir]), "once its writer is gone it is stale"
 
 
+KILLED_MID_WRITE = """
+import os, sys
+from pathlib import Path
+from novelty_audit.artifacts import _io
+fd, tmp = _io._create_temp(Path(sys.argv[1]))  # the temp atomic_write_bytes writes before its rename
+os.write(fd, b"half of it")
+print(tmp, flush=True)
+os._exit(9)  # killed before the rename
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_no_target_and_a_temp_the_next_start_removes(tmp_path):
+    target = tmp_path / "calls" / "ab" / "entry.json"
+    target.parent.mkdir(parents=True)
+    child = _python(KILLED_MID_WRITE, str(target))
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 9, err
+    leftover = Path(out.strip())
+    assert leftover.parent == target.parent and leftover.exists() and not target.exists()
+    assert clean_stale_temps(tmp_path, ".*.tmp", recursive=True) == [leftover]
+
+
+def test_atomic_writes_give_the_usual_file_mode_with_or_without_fsync(tmp_path):
+    import os
+    import stat
+
+    from novelty_audit.artifacts import atomic_write_bytes
+    from novelty_audit.artifacts._io import _FILE_MODE
+
+    for fsync in (True, False):
+        p = atomic_write_bytes(tmp_path / "new" / f"f-{fsync}.json", b"{}", fsync=fsync)
+        assert p.read_bytes() == b"{}" and stat.S_IMODE(os.stat(p).st_mode) == _FILE_MODE
+    assert sorted(x.name for x in (tmp_path / "new").iterdir()) == ["f-False.json", "f-True.json"], "no temp left"
+
+
 def test_execute_stage_removes_a_killed_runs_temp_dir_at_the_next_start(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
     leftover = tmp_path / "artifacts" / f".demo.{int(dead.stdout)}.q1w2e3r4"

@@ -340,3 +340,17 @@ def test_a_process_with_many_cache_roots_keeps_a_bounded_number_of_stripe_descri
     again = cache.try_claim(key_of(vote_index=0))  # a stripe closed for lack of room opens again when needed
     assert again is not None
     again.release()
+
+
+def test_a_claim_is_quick_only_once_this_process_has_its_stripe_open_and_is_refused_while_held(tmp_path):
+    cache = CallCache(tmp_path / "calls")
+    key = key_of()
+    assert not cache.claim_is_quick(key), "a stripe never opened here may need its file created: not quick"
+    first = cache.try_claim(key)
+    assert first is not None and cache.claim_is_quick(key)
+    assert cache.try_claim(key) is None, "one holder per key, also within a process"
+    first.release()
+    assert cache.claim_is_quick(key), "the unlocked descriptor stays open for the next claim"
+    again = cache.try_claim(key)
+    assert again is not None
+    again.release()
