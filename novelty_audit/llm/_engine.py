@@ -700,7 +700,7 @@ class LLMClient:
                 if fault is None:
                     entry = self.entry(request, answer, cost, latency, attempts)
                     if entry["outcome"] != "error":
-                        # fsyncs in parallel coalesce; on the loop thread they would serialize every call behind the disk
+                        # file writes off the loop thread: a slow disk must not stall the calls in flight
                         await loop.run_in_executor(run.pool, self.cache.put, key, entry)
                         halt.kept += 1
                     return entry, False
