@@ -49,11 +49,16 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = True) -> 
     path = Path(path)
     fd, tmp = _create_temp(path)
     try:
-        with open(fd, "wb") as fh:
-            fh.write(data)
+        # os.write on the descriptor, not a file object: open() adds fstat and isatty calls, and each system
+        # call hands the GIL over, which showed in the call cache's writer thread.
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
             if fsync:
-                fh.flush()
-                os.fsync(fh.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

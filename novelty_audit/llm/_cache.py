@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import itertools
 import logging
 import os
 import re
@@ -185,6 +186,24 @@ class _Claims:
         while len(self._idle) > keep:
             os.close(self._idle.pop(next(iter(self._idle))))
 
+    def open_idle(self, stripes: Iterable[Path]) -> None:
+        """Have descriptors open on these stripe files (creating the files if need be), unlocked and most
+        recently used, so claims in them are quick; the least recently used idle ones are closed beyond the limit."""
+        with self._lock:
+            self._after_fork()
+            for stripe in itertools.islice(stripes, _IDLE_FDS):
+                if stripe in self._held:
+                    continue
+                fd = self._idle.pop(stripe, None)
+                if fd is None:
+                    try:
+                        stripe.parent.mkdir(parents=True, exist_ok=True)
+                        fd = os.open(stripe, os.O_RDWR | os.O_CREAT, 0o644)
+                    except OSError:
+                        return  # each claim then opens its stripe itself and reports the failure for its call
+                self._idle[stripe] = fd
+                self._close_idle_beyond(_IDLE_FDS)
+
     def has_descriptor(self, stripe: Path) -> bool:
         """Whether this process has the stripe file open (then a claim in it needs no disk access)."""
         with self._lock:
@@ -309,6 +328,11 @@ class CallCache:
 
     def stripe(self, key: str) -> Path:
         return self.root / "claims" / f"{key[:2]}.lock"
+
+    def open_stripes(self, keys: Iterable[str]) -> None:
+        """Open the stripe files of these keys once (a run does this off the loop before its first call), so
+        that each claim after it is quick."""
+        _CLAIMS.open_idle(dict.fromkeys(self.stripe(k) for k in keys))
 
     def claim_is_quick(self, key: str) -> bool:
         """Whether `try_claim(key)` is one non-blocking flock on a descriptor this process holds open (no

@@ -19,6 +19,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from queue import SimpleQueue
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -328,6 +329,44 @@ def run_coro(coro):
 
 
 
+class _EntryWriter:
+    """One thread that writes a run's answered calls to the call cache, in order, and then releases each
+    call's claim, so a process waiting on that claim finds the answer on disk. A call hands its entry over
+    and goes on: the loop thread neither waits on the disk nor is woken per write."""
+
+    def __init__(self, cache: CallCache, who: str):
+        self._cache = cache
+        self._who = who
+        self._queue: SimpleQueue[tuple[str, dict[str, Any], CallClaim] | None] = SimpleQueue()
+        self.failed: Counter[str] = Counter()
+        self._thread = threading.Thread(target=self._work, name="call-cache-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, key: str, entry: dict[str, Any], claim: CallClaim) -> None:
+        self._queue.put((key, entry, claim))
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            key, entry, claim = item
+            try:
+                self._cache.put(key, entry)
+            except Exception as exc:  # noqa: BLE001  the answer is still returned; only its reuse is lost
+                self.failed[type(exc).__name__] += 1
+                log.debug("%s: answer of call %s not kept in the call cache", self._who, key[:12], exc_info=True)
+            finally:
+                claim.release()
+
+    def close(self) -> None:
+        """Write what was handed over, then stop (every claim handed over is released); one stderr line if
+        answers could not be kept (they are returned all the same, and asked again by the next run)."""
+        self._queue.put(None)
+        self._thread.join()
+        if self.failed:
+            reasons = ", ".join(f"{r} ({n})" for r, n in sorted(self.failed.items()))
+            print(f"{self._who}: {self.failed.total()} answers could not be kept in the call cache ({reasons}); "
+                  "the next run asks them again", file=sys.stderr, flush=True)  # fmt: skip
+
+
 @dataclass
 class _Run:
     """What the calls of one `ask` share."""
@@ -339,7 +378,8 @@ class _Run:
     progress: _Progress
     stop: list[BaseException]
     pool: ThreadPoolExecutor
-    """Threads for the call cache's disk work (claims, writes), so the event loop never waits on the disk."""
+    """Threads for the call cache's disk work that a call waits for (opening stripe files), off the loop."""
+    writer: _EntryWriter
     halt: _Halt
 
 
@@ -571,6 +611,7 @@ class LLMClient:
             progress=_Progress(self.who, len(pending), self.progress),
             stop=[],
             pool=ThreadPoolExecutor(max(4, min(32, s.concurrency)), thread_name_prefix="call-cache"),
+            writer=_EntryWriter(self.cache, self.who),
             halt=halt,
         )
         halt.slots = run.slots
@@ -598,11 +639,15 @@ class LLMClient:
             run.progress.advance(entry["outcome"] == "error")
 
         try:
+            # Opening or creating the stripe files may wait on a busy disk: once for the whole run, off the loop.
+            await asyncio.get_running_loop().run_in_executor(run.pool, self.cache.open_stripes, pending)
             # return_exceptions: a call abandoned after a signal (cancelled) must not stop the wait for the others
             ends = await asyncio.gather(*(one(k, r, idx) for k, (r, idx) in pending.items()), return_exceptions=True)
         finally:
             for key in pending:
                 self._sizes.pop(key, None)
+            # Off the loop: in an agent's loop other agents' calls go on while this run's last entries are written.
+            await asyncio.get_running_loop().run_in_executor(run.pool, run.writer.close)
             run.pool.shutdown(wait=True)
             run.progress.close()
             await self.provider.aclose(run.client)
@@ -700,8 +745,9 @@ class LLMClient:
                 if fault is None:
                     entry = self.entry(request, answer, cost, latency, attempts)
                     if entry["outcome"] != "error":
-                        # file writes off the loop thread: a slow disk must not stall the calls in flight
-                        await loop.run_in_executor(run.pool, self.cache.put, key, entry)
+                        assert claim is not None
+                        run.writer.put(key, entry, claim)  # the writer releases the claim once the entry is on disk
+                        claim = None
                         halt.kept += 1
                     return entry, False
                 if isinstance(fault, FatalCallError) or attempts > a.max_retries or run.breaker.open:

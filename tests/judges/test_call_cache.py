@@ -354,3 +354,15 @@ def test_a_claim_is_quick_only_once_this_process_has_its_stripe_open_and_is_refu
     again = cache.try_claim(key)
     assert again is not None
     again.release()
+
+
+def test_opening_a_runs_stripes_makes_each_of_its_claims_quick(tmp_path):
+    cache = CallCache(tmp_path / "calls")
+    keys = [key_of(vote_index=v) for v in range(300)]
+    assert not any(cache.claim_is_quick(k) for k in keys)
+    cache.open_stripes(keys)  # what a run does once, off its event loop, before its first call
+    assert all(cache.claim_is_quick(k) for k in keys)
+    claims = [cache.try_claim(k) for k in keys]
+    assert all(c is not None for c in claims)
+    for c in claims:
+        c.release()

@@ -63,6 +63,41 @@ def test_a_failed_call_is_a_classified_failure_that_is_never_cached(tmp_path):
     assert "server exploded" in reply.failure.detail and not again.cached
 
 
+def test_a_call_stays_claimed_until_its_answer_is_on_disk(tmp_path, monkeypatch):
+    # Entries are written by a writer thread after the call has moved on; a process waiting on the claim
+    # must not get it before the answer it waits for can be read.
+    seen_while_writing: list[bool] = []
+    put = CallCache.put
+
+    def checking_put(self: CallCache, key: str, value: dict[str, Any]) -> None:
+        seen_while_writing.append(CallCache(self.root).try_claim(key) is None)
+        put(self, key, value)
+
+    monkeypatch.setattr(CallCache, "put", checking_put)
+    with MockLLM() as mock:
+        replies = client(mock.base_url, tmp_path).ask([Request(messages=HELLO, replicate=r) for r in range(3)])
+    assert seen_while_writing == [True, True, True], "each claim was held while its entry was written"
+    for reply in replies:
+        assert CallCache(tmp_path).get(reply.key) is not None, "written before ask returned"
+        claim = CallCache(tmp_path).try_claim(reply.key)
+        assert claim is not None, "and released after"
+        claim.release()
+
+
+def test_an_answer_the_cache_cannot_keep_is_still_returned_and_asked_again_next_run(tmp_path, monkeypatch, capfd):
+    def full_disk(self: CallCache, key: str, value: dict[str, Any]) -> None:
+        raise OSError(28, "No space left on device")
+
+    with MockLLM(answer=lambda body, nth: "hello") as mock:
+        with monkeypatch.context() as m:
+            m.setattr(CallCache, "put", full_disk)
+            [reply] = client(mock.base_url, tmp_path).ask([Request(messages=HELLO)])
+        assert reply.ok and reply.text == "hello" and not reply.cached
+        assert "1 answers could not be kept in the call cache (OSError (1))" in capfd.readouterr().err
+        [again] = client(mock.base_url, tmp_path).ask([Request(messages=HELLO)])
+        assert mock.count == 2 and not again.cached and again.text == "hello"
+
+
 def test_a_user_error_stops_the_ask_instead_of_failing_each_call(tmp_path, monkeypatch):
     monkeypatch.delenv("MOCK_API_KEY")
     with MockLLM() as mock, pytest.raises(ConfigError, match="MOCK_API_KEY is not set"):
