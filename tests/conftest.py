@@ -63,13 +63,17 @@ def arxiv():
         yield mock
 
 
+PER_WORKER_SESSION_FIXTURES = {"prefect_api"}
+"""Session fixtures each xdist worker builds for itself: the Prefect test server (~15 s to start) serves many
+tests, and holding them all on one worker made that worker the suite's critical path."""
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`-n … --dist loadgroup`, the README's test command), tests that share one of this
-    suite's module-scoped fixtures (a `dvc repro` of a project copy) run on one worker, so it is built once
-    rather than once per worker; so do tests that share a session-scoped fixture that builds on another one
-    (`dvc_and_flow` on the Prefect server). A plain session fixture such as the Prefect server itself is built
-    once per worker instead, so its many tests still spread over the workers."""
+    suite's module- or session-scoped fixtures (a `dvc repro` of a project copy, `dvc_and_flow`) run on one
+    worker, so it is built once rather than once per worker; the fixtures in PER_WORKER_SESSION_FIXTURES
+    excepted. Every other test goes to whichever worker is free."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
@@ -77,9 +81,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if info is None:
             continue
         ours = [d for defs in info.name2fixturedefs.values() for d in defs if d.baseid]  # defined in tests/, not plugins
-        costly_sessions = sorted({d.argname for d in ours if d.scope == "session" and any(
-            a in info.name2fixturedefs for a in d.argnames if a not in ("request", "tmp_path_factory"))})  # fmt: skip
-        if costly_sessions:
-            item.add_marker(pytest.mark.xdist_group("+".join(costly_sessions)))
+        shared = sorted({d.argname for d in ours if d.scope == "session" and d.argname not in PER_WORKER_SESSION_FIXTURES})
+        if shared:
+            item.add_marker(pytest.mark.xdist_group("+".join(shared)))
         elif any(d.scope == "module" for d in ours):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

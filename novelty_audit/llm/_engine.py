@@ -19,9 +19,9 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from queue import SimpleQueue
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from queue import SimpleQueue
 from typing import Any
 
 from ..artifacts import canonical_bytes
@@ -350,7 +350,7 @@ class _EntryWriter:
             key, entry, claim = item
             try:
                 self._cache.put(key, entry)
-            except Exception as exc:  # noqa: BLE001  the answer is still returned; only its reuse is lost
+            except Exception as exc:  # the answer is still returned; only its reuse is lost
                 self.failed[type(exc).__name__] += 1
                 log.debug("%s: answer of call %s not kept in the call cache", self._who, key[:12], exc_info=True)
             finally:
