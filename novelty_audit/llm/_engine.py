@@ -329,6 +329,11 @@ def run_coro(coro):
 
 
 
+def _tally(counts: Counter[str]) -> str:
+    """"reason (n), ..." with the most frequent first, for one-line stderr summaries."""
+    return ", ".join(f"{r} ({n})" for r, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 class _EntryWriter:
     """One thread that writes a run's answered calls to the call cache, in order, and then releases each
     call's claim, so a process waiting on that claim finds the answer on disk. A call hands its entry over
@@ -362,8 +367,7 @@ class _EntryWriter:
         self._queue.put(None)
         self._thread.join()
         if self.failed:
-            reasons = ", ".join(f"{r} ({n})" for r, n in sorted(self.failed.items()))
-            print(f"{self._who}: {self.failed.total()} answers could not be kept in the call cache ({reasons}); "
+            print(f"{self._who}: {self.failed.total()} answers could not be kept in the call cache ({_tally(self.failed)}); "
                   "the next run asks them again", file=sys.stderr, flush=True)  # fmt: skip
 
 
@@ -378,7 +382,7 @@ class _Run:
     progress: _Progress
     stop: list[BaseException]
     pool: ThreadPoolExecutor
-    """Threads for the call cache's disk work that a call waits for (opening stripe files), off the loop."""
+    """Threads for the call cache's disk work the loop waits for (opening stripe files, the writer's last entries)."""
     writer: _EntryWriter
     halt: _Halt
 
@@ -662,8 +666,7 @@ class LLMClient:
     def _summarize(self, failed: Counter[str]) -> None:
         """One stderr line on why this run's calls failed, e.g. "296 calls failed: connection refused (290), timeout (6)"."""
         if failed:
-            reasons = ", ".join(f"{r} ({n})" for r, n in sorted(failed.items(), key=lambda kv: (-kv[1], kv[0])))
-            print(f"{self.who}: {failed.total()} calls failed: {reasons}", file=sys.stderr, flush=True)
+            print(f"{self.who}: {failed.total()} calls failed: {_tally(failed)}", file=sys.stderr, flush=True)
 
     def _circuit_opened(self, breaker: CircuitBreaker) -> None:
         """One stderr line when the endpoint is given up, so a run that ends early says why."""
