@@ -73,9 +73,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under pytest-xdist (`-n … --dist loadgroup`, the README's test command), tests that share one of this
     suite's module- or session-scoped fixtures (a `dvc repro` of a project copy, `dvc_and_flow`) run on one
     worker, so it is built once rather than once per worker; the fixtures in PER_WORKER_SESSION_FIXTURES
-    excepted. Every other test goes to whichever worker is free."""
+    excepted. Every other test goes to whichever worker is free.
+
+    Tests marked `slow` are handed out first. xdist gives a worker its next tests while it still has a few
+    queued, in collection order, so a slow test collected late could start on one worker while the other ran
+    out of work: the suite's last ~25 s ran on one worker. With the slow tests first, what is left to queue at
+    the end takes a second or less."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: file order otherwise
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         if info is None:

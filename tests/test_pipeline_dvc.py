@@ -124,6 +124,7 @@ def _snapshot(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for d in ("artifacts/pin", "artifacts/judge") for p in sorted((root / d).rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_a_failing_repro_leaves_the_last_good_outputs_in_place_and_verify_passes(small):
     first = _sh("dvc", "repro", cwd=small)
     assert first.returncode == 0, first.stdout + first.stderr
@@ -154,6 +155,7 @@ def test_a_failing_repro_leaves_the_last_good_outputs_in_place_and_verify_passes
     assert "up to date" in status.stdout.lower(), status.stdout
 
 
+@pytest.mark.slow
 def test_failed_calls_make_repro_fail_and_the_next_repro_asks_exactly_them(small):
     """Issue 17.2: a plain `dvc repro` completes what failed and nothing else; a third runs nothing."""
     from mock_llm import MockLLM

@@ -67,12 +67,31 @@ def _lazy_exports(package: str) -> dict[str, str]:
     return {}
 
 
-def _imports_of(name: str, path: Path) -> set[str]:
-    tree = ast.parse(path.read_bytes(), filename=str(path))
+_MAY_REFER = re.compile(rb"(?:%s)(?:\.\w+)*:\w" % "|".join(PROJECT_PACKAGES).encode())
+"""A source without this cannot hold a reference string (one plain literal, as the backend registry writes
+them), so its expressions need no walk: walking every node of every module was a third of a digest's time."""
+
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+"""The fields of a statement that hold statements (ExceptHandler and match_case hold them in `body`)."""
+
+
+def _statements(body: list[ast.AST]):
+    """Every statement under `body`, nested ones included (imports are statements, often inside functions)."""
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        yield node
+        for field in _BLOCKS:
+            todo.extend(getattr(node, field, ()))
+
+
+def _imports_of(name: str, path: Path, lazy_exports=_lazy_exports) -> set[str]:
+    source = path.read_bytes()
+    tree = ast.parse(source, filename=str(path))
     is_pkg = path.name == "__init__.py"
     package = name if is_pkg else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -87,12 +106,14 @@ def _imports_of(name: str, path: Path) -> set[str]:
             # `from pkg import sub` may name a submodule
             found.update(f"{mod}.{a.name}" for a in node.names)
             if _is_project(mod):
-                lazy = _lazy_exports(mod)
+                lazy = lazy_exports(mod)
                 found.update(lazy[a.name] for a in node.names if a.name in lazy)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            ref = _REFERENCE.match(node.value)
-            if ref:
-                found.add(ref.group(0))
+    if _MAY_REFER.search(source):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                ref = _REFERENCE.match(node.value)
+                if ref:
+                    found.add(ref.group(0))
     result: set[str] = set()
     for mod in found:
         if not _is_project(mod):
@@ -123,6 +144,14 @@ def code_digest(*roots: str) -> CodeDigest:
 
 def _compute(roots: tuple[str, ...]) -> CodeDigest:
     seen: dict[str, str] = {}
+    tables: dict[str, dict[str, str]] = {}
+
+    def lazy_exports(package: str) -> dict[str, str]:
+        # Read each package face once per digest, not once per `from pkg import …` naming it.
+        if package not in tables:
+            tables[package] = _lazy_exports(package)
+        return tables[package]
+
     todo = list(roots)
     while todo:
         name = todo.pop()
@@ -133,6 +162,6 @@ def _compute(roots: tuple[str, ...]) -> CodeDigest:
             continue
         _, path = resolved
         seen[name] = digest_bytes(path.read_bytes())
-        todo.extend(_imports_of(name, path) - set(seen))
+        todo.extend(_imports_of(name, path, lazy_exports) - set(seen))
     modules = dict(sorted(seen.items()))
     return CodeDigest(digest=digest_obj({"modules": modules, "version": __version__}), version=__version__, modules=modules)

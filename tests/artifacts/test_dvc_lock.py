@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from novelty_audit.artifacts import dvc_md5, locked_outs
@@ -45,6 +46,7 @@ def test_dvc_md5_is_what_dvc_computes_for_a_file_and_a_directory(tmp_path):
     assert dvc_md5("out/z.txt", tmp_path) == dvc_own_md5(d / "z.txt")
 
 
+@pytest.mark.slow
 def test_verify_names_outputs_that_are_not_the_ones_dvc_lock_records(project):
     doc = yaml.safe_load((project / "dvc.yaml").read_text())
     doc["stages"] = {"pin": doc["stages"]["pin"]}

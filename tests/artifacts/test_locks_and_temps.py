@@ -222,7 +222,7 @@ def test_the_code_digest_is_computed_once_and_safely_from_many_threads(monkeypat
     monkeypatch.setattr(_code, "_DIGESTS", {})
     parsed: list[str] = []
     real = _code._imports_of
-    monkeypatch.setattr(_code, "_imports_of", lambda name, path: (parsed.append(name), real(name, path))[1])
+    monkeypatch.setattr(_code, "_imports_of", lambda name, *rest: (parsed.append(name), real(name, *rest))[1])
     results: list = []
     errors: list = []
     start = threading.Barrier(16)

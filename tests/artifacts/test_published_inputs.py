@@ -108,6 +108,7 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "novelty_audit.cli", *args], cwd=cwd, capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_judge_and_metrics_refuse_a_pin_artifact_changed_after_pin_published_it(project):
     raw = yaml.safe_load((project / "params.yaml").read_text())
     raw["judge"] = {"datasets": ["human-only"], "tasks": ["pairwise"], "progress": False, "judges": {"always-first": {"backend": "always-first"}}}

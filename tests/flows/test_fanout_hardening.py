@@ -57,6 +57,7 @@ def _race(fn, args: list) -> list:
     return [results[i] for i in range(len(args))]
 
 
+@pytest.mark.slow
 def test_many_threads_digesting_fresh_module_tuples_at_once_never_fail_and_agree():
     tuples = _fresh_tuples(24)
     # Every tuple twice, racing: the same roots must give the same digest, however the threads interleave.

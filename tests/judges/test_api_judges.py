@@ -93,6 +93,7 @@ def test_the_same_prompt_in_two_datasets_is_asked_once(build, mock_llm):
     assert len(rows) == 6 and [r["dataset"] for r in rows] == ["a"] * 3 + ["b"] * 3
 
 
+@pytest.mark.slow
 def test_concurrency_is_bounded_per_judge(build, mock_llm):
     mock_llm.latency = 0.5  # long enough for the next calls to be sent while one is answered, even on a busy machine
     api(build, mock_llm, concurrency=4, tasks=("pairwise",)).judge(make_pairs(6), [])

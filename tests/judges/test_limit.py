@@ -90,6 +90,7 @@ def outputs(project):
     return v, p, m
 
 
+@pytest.mark.slow
 def test_judge_limit_10_judges_10_pairs_per_dataset_and_says_so_in_the_manifest(pinned, run_main):
     set_judge(pinned, limit=10, seed=5)
     code, out, err = run_main("stage", "judge")
@@ -116,6 +117,7 @@ def test_judge_limit_10_judges_10_pairs_per_dataset_and_says_so_in_the_manifest(
     assert sorted(outputs(pinned)[0]["pair_id"].unique()) != first
 
 
+@pytest.mark.slow
 def test_the_cli_limit_is_a_run_with_its_own_identity_and_a_full_run_restores_the_full_outputs(pinned, run_main):
     set_judge(pinned)
     assert run_main("stage", "judge")[0] == 0
@@ -131,6 +133,7 @@ def test_the_cli_limit_is_a_run_with_its_own_identity_and_a_full_run_restores_th
     assert code == 2 and "--limit applies to the judge stage only" in out + err
 
 
+@pytest.mark.slow
 def test_a_limit_below_one_is_refused(pinned, run_main):
     set_judge(pinned, limit=0)
     code, out, err = run_main("stage", "judge")

@@ -18,6 +18,8 @@ import pytest
 import yaml
 from mock_llm import MockLLM, free_port
 
+pytestmark = pytest.mark.slow  # every test here runs stages: seconds each
+
 KEY = "sk-test-SECRET123"
 
 

@@ -144,6 +144,7 @@ def reads_the_system_text(body, nth):
     return 'Fine.\n{"answer": "%s"}' % ("A" if "bold" in system else "B")
 
 
+@pytest.mark.slow
 def test_editing_one_character_of_the_template_file_is_a_config_change_naming_it(project):
     write(project, "prompts/custom.jinja2", JINJA.replace("You compare", "You bold compare"))
     raw = benchmark_only(yaml.safe_load((project / "params.yaml").read_text()))
@@ -173,6 +174,7 @@ def test_editing_one_character_of_the_template_file_is_a_config_change_naming_it
     assert "prompt_files.prompts/custom.jinja2" in knobs and knobs <= {"prompt_files.prompts/custom.jinja2", "prompt_digest"}
 
 
+@pytest.mark.slow
 def test_a_template_file_outside_the_declared_deps_stops_the_stage_naming_the_line_to_add(project):
     write(project, "elsewhere/custom.jinja2", JINJA)
     raw = benchmark_only(yaml.safe_load((project / "params.yaml").read_text()))

@@ -157,6 +157,7 @@ def reads_the_evidence(body, nth):
     return 'Checked the related work.\n{"answer": "%s"}' % ("B" if MARK in a_work else "A")
 
 
+@pytest.mark.slow
 def test_drifting_search_results_show_in_the_audit_as_evidence_with_the_entering_titles(project, s2):
     from novelty_audit.params import load_params
     from novelty_audit.pipeline import record_run

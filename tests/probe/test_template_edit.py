@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 
 import polars as pl
+import pytest
 import yaml
 from mock_llm import MockLLM
 from probe_world import CATALOGUE, add_catalogue, gullible, mock_judge, run, set_params
 
 from novelty_audit.artifacts import digest_file, load_manifest, row_digests
+
+pytestmark = pytest.mark.slow  # every test here runs stages: seconds each
 
 EDITED = "authority-area-chair"
 

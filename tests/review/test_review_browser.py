@@ -15,7 +15,7 @@ from browser import WAIT, chrome, needs_browser
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "review.png"
 
-pytestmark = needs_browser
+pytestmark = [needs_browser, pytest.mark.slow]
 
 
 @pytest.fixture

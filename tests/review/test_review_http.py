@@ -285,6 +285,7 @@ def test_the_back_link_keeps_only_the_pages_own_query(client):
 
 # ---- the page at real size -----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_500_changes_are_listed_in_pages_and_config_changes_apart(big_project):
     client = TestClient(create_app("params.yaml"), base_url=LOCAL)
     seen: list[str] = []

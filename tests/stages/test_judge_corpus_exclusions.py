@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from mock_llm import MockLLM
+
+pytestmark = pytest.mark.slow  # every test here runs stages: seconds each
 
 TOPICS = ["graph networks for molecules", "protein folding with attention", "sparse attention for long documents",
           "reinforcement learning for robots", "retrieval augmented generation"]  # fmt: skip

@@ -11,6 +11,8 @@ from novelty_audit.errors import BadInputError, PinMismatchError
 from novelty_audit.params import load_params
 from novelty_audit.pipeline import run_stage
 
+pytestmark = pytest.mark.slow  # every test here runs stages: seconds each
+
 HO = Path("data/novelty-judge-bench/human-only/pairwise.yaml")
 TITLE = "Learning from Peers in Reasoning Models"
 

@@ -15,6 +15,8 @@ from novelty_audit.artifacts import load_manifest, read_json
 from novelty_audit.errors import PinMismatchError
 from novelty_audit.pipeline import run_stage
 
+pytestmark = pytest.mark.slow  # every test here runs stages: seconds each
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "signals" / "fixtures" / "openreview_v2_iclr2026.json"
 

@@ -93,6 +93,7 @@ def test_sweeps_json_holds_every_variant_against_its_base_and_disagreement_equal
         assert rows["_sweep"]["prompt_spread_n_items"] == LIMIT and "model_spread" not in rows["_sweep"]
 
 
+@pytest.mark.slow
 def test_editing_one_knob_of_the_base_reasks_only_the_variants_that_inherit_it(swept):
     project, mock = swept
     before = pl.read_parquet(project / "artifacts/judge/verdicts.parquet")

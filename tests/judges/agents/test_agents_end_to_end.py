@@ -260,6 +260,7 @@ def check_rows(project: Path, ideas: Ideas, backend: str, metrics: dict[str, Any
         assert not any(k.startswith("pairwise_") for k in d), "a pointwise-only agent asked no pair"
 
 
+@pytest.mark.slow
 def test_every_agent_runs_end_to_end_reruns_from_its_caches_and_shows_search_drift_as_evidence(world):
     project, ideas, m = world
     backends = list(BACKENDS)
