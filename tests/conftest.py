@@ -73,15 +73,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under pytest-xdist (`-n … --dist loadgroup`, the README's test command), tests that share one of this
     suite's module- or session-scoped fixtures (a `dvc repro` of a project copy, `dvc_and_flow`) run on one
     worker, so it is built once rather than once per worker; the fixtures in PER_WORKER_SESSION_FIXTURES
-    excepted. Every other test goes to whichever worker is free.
-
-    Tests marked `slow` are handed out first. xdist gives a worker its next tests while it still has a few
-    queued, in collection order, so a slow test collected late could start on one worker while the other ran
-    out of work: the suite's last ~25 s ran on one worker. With the slow tests first, what is left to queue at
-    the end takes a second or less."""
+    excepted. Every other test goes to whichever worker is free, in the order `_spread_heavy` gives."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: file order otherwise
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         if info is None:
@@ -92,3 +86,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group("+".join(shared)))
         elif any(d.scope == "module" for d in ours):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    items[:] = _spread_heavy(items)
+    config.option.loadscopereorder = False  # xdist would move the groups to the front again
+
+
+def _spread_heavy(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The heavy work units (a group, or a test marked `slow`), groups first, spread over the first half of the
+    light ones.
+
+    xdist hands out units in this order and gives a worker more while it still has a few tests queued. A slow
+    test handed out last runs on one worker while the other has nothing left (the suite's last ~25 s ran on
+    one worker), and slow tests handed out together oversubscribe two cores with their subprocesses (every
+    slow test first made them up to half slower). Spread out, each usually runs beside light tests, and the
+    end of the run is light tests only."""
+    units: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        group = item.get_closest_marker("xdist_group")
+        units.setdefault(group.args[0] if group else item.nodeid, []).append(item)
+    is_heavy = [len(u) > 1 or any(i.get_closest_marker("slow") for i in u) for u in units.values()]
+    # Groups first: each builds a project and runs `dvc repro` or a flow once, the longest units of all.
+    heavy = sorted((u for u, h in zip(units.values(), is_heavy) if h), key=lambda u: len(u) == 1)
+    light = [u for u, h in zip(units.values(), is_heavy) if not h]
+    step = len(light) / 2 / max(len(heavy), 1)  # light units between two heavy ones
+    order: list[list[pytest.Item]] = []
+    h = 0
+    for n, unit in enumerate(light):
+        while h < len(heavy) and h * step <= n:
+            order.append(heavy[h])
+            h += 1
+        order.append(unit)
+    order.extend(heavy[h:])
+    return [item for unit in order for item in unit]
