@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import random
 import socket
 import sys
 import threading
@@ -77,7 +78,10 @@ def _acquire(fd: int, op: int, wait: float, *, on_wait: Callable[[], None], time
                 on_wait()
             if time.monotonic() >= deadline:
                 raise timed_out() from None
-            time.sleep(min(delay, max(0.0, deadline - time.monotonic())) or 0.01)
+            # A random part of the delay: waiters that started together (twenty writers appending to one
+            # adjudication file) otherwise wake together, one wins and the rest sleep again, up to ~0.8 s per
+            # round for a few ms of writing.
+            time.sleep(min(random.uniform(delay / 2, delay), max(0.0, deadline - time.monotonic())) or 0.01)
             delay = min(delay * 2, 1.0)
 
 
