@@ -73,7 +73,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under pytest-xdist (`-n … --dist loadgroup`, the README's test command), tests that share one of this
     suite's module- or session-scoped fixtures (a `dvc repro` of a project copy, `dvc_and_flow`) run on one
     worker, so it is built once rather than once per worker; the fixtures in PER_WORKER_SESSION_FIXTURES
-    excepted. Every other test goes to whichever worker is free, in the order `_spread_heavy` gives."""
+    excepted. Every other test goes to whichever worker is free, in the order `_spread_slow` gives."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
@@ -86,34 +86,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group("+".join(shared)))
         elif any(d.scope == "module" for d in ours):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-    items[:] = _spread_heavy(items)
-    config.option.loadscopereorder = False  # xdist would move the groups to the front again
+    items[:] = _spread_slow(items)
 
 
-def _spread_heavy(items: list[pytest.Item]) -> list[pytest.Item]:
-    """The heavy work units (a group, or a test marked `slow`), groups first, spread over the first half of the
-    light ones.
+def _spread_slow(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The tests marked `slow` spread over the first half of the others, each group kept together.
 
-    xdist hands out units in this order and gives a worker more while it still has a few tests queued. A slow
-    test handed out last runs on one worker while the other has nothing left (the suite's last ~25 s ran on
-    one worker), and slow tests handed out together oversubscribe two cores with their subprocesses (every
-    slow test first made them up to half slower). Spread out, each usually runs beside light tests, and the
-    end of the run is light tests only."""
+    xdist (`--dist loadgroup`) hands out the groups first, most tests first, then the other tests in this order,
+    and gives a worker more while it still has a few tests queued. In file order, slow tests collected last ran
+    on one worker while the other had nothing left (the suite's last ~25 s); all slow tests first ran them side
+    by side, their subprocesses oversubscribing two cores (each up to half slower). Spread out, a slow test
+    usually runs beside light ones, and the run ends on light tests only."""
     units: dict[str, list[pytest.Item]] = {}
     for item in items:
         group = item.get_closest_marker("xdist_group")
         units.setdefault(group.args[0] if group else item.nodeid, []).append(item)
-    is_heavy = [len(u) > 1 or any(i.get_closest_marker("slow") for i in u) for u in units.values()]
-    # Groups first: each builds a project and runs `dvc repro` or a flow once, the longest units of all.
-    heavy = sorted((u for u, h in zip(units.values(), is_heavy) if h), key=lambda u: len(u) == 1)
-    light = [u for u, h in zip(units.values(), is_heavy) if not h]
-    step = len(light) / 2 / max(len(heavy), 1)  # light units between two heavy ones
+    slow = [u for u in units.values() if any(i.get_closest_marker("slow") for i in u)]
+    rest = [u for u in units.values() if not any(i.get_closest_marker("slow") for i in u)]
+    step = len(rest) / 2 / max(len(slow), 1)  # other units between two slow ones
     order: list[list[pytest.Item]] = []
-    h = 0
-    for n, unit in enumerate(light):
-        while h < len(heavy) and h * step <= n:
-            order.append(heavy[h])
-            h += 1
+    placed = 0
+    for n, unit in enumerate(rest):
+        while placed < len(slow) and placed * step <= n:
+            order.append(slow[placed])
+            placed += 1
         order.append(unit)
-    order.extend(heavy[h:])
+    order.extend(slow[placed:])
     return [item for unit in order for item in unit]
