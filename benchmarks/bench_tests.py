@@ -73,8 +73,11 @@ def run_once(cmd: list[str], slowest: int) -> dict:
     if res.returncode not in (0, 1) and counts["failed"] + counts["errors"] == 0:
         counts["errors"] = 1  # interrupted, a usage error, or no test collected: a failure here
         print(out[-4000:], file=sys.stderr)
+    # A failure under load must be diagnosable from this script's output alone: pytest's -ra summary names it.
+    failures = [line for line in out.splitlines() if line.startswith(("FAILED ", "ERROR "))]
     return {"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), **counts, "returncode": res.returncode, "load_start": round(load0, 2),
-            "load_end": round(os.getloadavg()[0], 2), "slowest": _slowest(out, slowest)}
+            "load_end": round(os.getloadavg()[0], 2), "slowest": _slowest(out, slowest), "failures": failures,
+            "output_tail": out[-6000:] if failures else ""}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{args.busy} busy loops)", flush=True)
             for line in r["slowest"]:
                 print("   ", line.strip())
+            if r["failures"]:
+                print(r["output_tail"], flush=True)
     finally:
         for p in busy:
             p.kill()
@@ -104,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     worst = max(r["seconds"] for r in runs)
     print(f"goal ≤ {GOAL_S} s on an idle machine: slowest run {worst:.1f} s")
     print(json.dumps({"seconds": worst, "passed": min(r["passed"] for r in runs), "failed": failed,
-                      "runs": [{k: v for k, v in r.items() if k != "slowest"} for r in runs]}))
+                      "runs": [{k: v for k, v in r.items() if k not in ("slowest", "output_tail")} for r in runs]}))
     return 1 if failed else 0
 
 
