@@ -42,8 +42,10 @@ def test_every_call_ends_as_exactly_one_counted_outcome(build, mock_llm):
     mock_llm.add_rule("REFUSETEXT", "refusal_text")
     mock_llm.add_rule("FAIL500", "500")
     mock_llm.add_rule("RATE429", "429", times=1, retry_after=0.01)
-    mock_llm.add_rule("HANG", "timeout", times=1, hang_s=1.5)
-    rows = api(build, mock_llm, max_retries=1, timeout_s=0.5, tasks=("pairwise",)).judge(pairs, []).pairwise
+    mock_llm.add_rule("HANG", "timeout", times=1, hang_s=4.0)
+    # A timeout far above a normal answer's time: at 0.5 s an ordinary call on a loaded machine sometimes timed
+    # out too, and the counts below moved.
+    rows = api(build, mock_llm, max_retries=1, timeout_s=2.0, tasks=("pairwise",)).judge(pairs, []).pairwise
     counts = [(r["n_valid"], r["n_invalid"], r["n_refusal"], r["n_error"]) for r in rows]
     assert counts == [(0, 6, 0, 0), (0, 0, 6, 0), (0, 0, 6, 0), (0, 0, 0, 6), (6, 0, 0, 0), (6, 0, 0, 0), (6, 0, 0, 0)]
     assert [r["verdict"] for r in rows[:4]] == [NONE] * 4
