@@ -101,8 +101,10 @@ def _spread_slow(items: list[pytest.Item]) -> list[pytest.Item]:
     for item in items:
         group = item.get_closest_marker("xdist_group")
         units.setdefault(group.args[0] if group else item.nodeid, []).append(item)
-    slow = [u for u in units.values() if any(i.get_closest_marker("slow") for i in u)]
-    rest = [u for u in units.values() if not any(i.get_closest_marker("slow") for i in u)]
+    slow: list[list[pytest.Item]] = []
+    rest: list[list[pytest.Item]] = []
+    for unit in units.values():
+        (slow if any(i.get_closest_marker("slow") for i in unit) else rest).append(unit)
     step = len(rest) / 2 / max(len(slow), 1)  # other units between two slow ones
     order: list[list[pytest.Item]] = []
     placed = 0

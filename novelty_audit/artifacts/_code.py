@@ -85,8 +85,7 @@ def _statements(body: list[ast.AST]):
             todo.extend(getattr(node, field, ()))
 
 
-def _imports_of(name: str, path: Path, lazy_exports=_lazy_exports) -> set[str]:
-    source = path.read_bytes()
+def _imports_of(name: str, path: Path, source: bytes, lazy_exports=_lazy_exports) -> set[str]:
     tree = ast.parse(source, filename=str(path))
     is_pkg = path.name == "__init__.py"
     package = name if is_pkg else name.rpartition(".")[0]
@@ -161,7 +160,8 @@ def _compute(roots: tuple[str, ...]) -> CodeDigest:
         if resolved is None:
             continue
         _, path = resolved
-        seen[name] = digest_bytes(path.read_bytes())
-        todo.extend(_imports_of(name, path, lazy_exports) - set(seen))
+        source = path.read_bytes()  # one read: the digest is of exactly the bytes parsed for imports
+        seen[name] = digest_bytes(source)
+        todo.extend(_imports_of(name, path, source, lazy_exports) - set(seen))
     modules = dict(sorted(seen.items()))
     return CodeDigest(digest=digest_obj({"modules": modules, "version": __version__}), version=__version__, modules=modules)

@@ -57,7 +57,7 @@ def test_imports_are_found_in_every_kind_of_block_and_references_only_in_string_
         "# 'novelty_audit.comment:attr' is a comment, not a reference\n"
         "import os, polars\n"
     )
-    found = _imports_of("novelty_audit.zz", source, lambda package: {})
+    found = _imports_of("novelty_audit.zz", source, source.read_bytes(), lambda package: {})
     assert found == {"novelty_audit", "novelty_audit.a", "novelty_audit.b", "novelty_audit.c", "novelty_audit.c.x",
                      "novelty_audit.d", "novelty_audit.e", "novelty_audit.f", "novelty_audit.g", "novelty_audit.h",
                      "novelty_audit.h.i"}  # fmt: skip
