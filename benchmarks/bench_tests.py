@@ -9,17 +9,22 @@ than wall time on a shared machine), the load average (1 min) at start and end, 
 `--busy K` starts K busy loops (one Python process each) beside the runs and stops them after, the "beside two
 busy loops" check of the test-suite goal. `--runs N` runs the command N times in a row.
 The last line is one JSON object: `seconds` (the slowest run), `passed` (the fewest), `failed` (failed + errors,
-the most), and the figures of every run under `runs`. Exit status 1 when any run failed.
+the most), `reference_s`, and the figures of every run under `runs`. Exit status 1 when any run failed.
+
+Machines of one type differ in speed (docs/benchmarks.md has the same commit timed on two). `reference_s`, the median time of a fixed single-core Python workload taken before the runs
+(and before the busy loops), tells the two apart: compare suite times across machines only beside it.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
 import resource
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -58,6 +63,25 @@ def _slowest(output: str, n: int) -> list[str]:
     return [line for line in lines[start + 1 :] if re.match(r"\s*\d+(\.\d+)?s (call|setup|teardown)", line)][:n]
 
 
+def reference_seconds(repeats: int = 5) -> float:
+    """Median wall time of a fixed single-core workload: bytecode, dicts and strings (most of the suite's own CPU
+    time is Python, not native code) and some hashing. A machine speed figure, not a goal."""
+
+    def work() -> None:
+        table: dict[str, int] = {}
+        for i in range(400_000):
+            key = f"k{i % 5_000}"
+            table[key] = table.get(key, 0) + len(key) * i
+        hashlib.sha256(b"x" * 32_000_000).digest()
+
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 def run_once(cmd: list[str], slowest: int) -> dict:
     """Run the command once from the repository root; its figures."""
     load0 = os.getloadavg()[0]
@@ -88,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = ap.parse_known_args(argv)
     cmd = [sys.executable if c in ("python", "python3") else c for c in readme_pytest_command()] + extra
     print("+", shlex.join(cmd), flush=True)
+    reference = reference_seconds()
+    print(f"machine reference (fixed single-core workload, median of 5): {reference:.3f} s", flush=True)
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
     runs = []
     try:
@@ -109,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     worst = max(r["seconds"] for r in runs)
     print(f"goal ≤ {GOAL_S} s on an idle machine: slowest run {worst:.1f} s")
     print(json.dumps({"seconds": worst, "passed": min(r["passed"] for r in runs), "failed": failed,
-                      "runs": [{k: v for k, v in r.items() if k not in ("slowest", "output_tail")} for r in runs]}))
+                      "reference_s": round(reference, 3), "runs": [{k: v for k, v in r.items() if k not in ("slowest", "output_tail")} for r in runs]}))
     return 1 if failed else 0
 
 
