@@ -1,14 +1,17 @@
 """A key written twice in a hand-edited YAML file is an error naming both lines, never a silent overwrite
 (a plain YAML load keeps the second entry and drops the first)."""
 
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from novelty_audit.config import DuplicateKeyError, safe_load_unique
 from novelty_audit.datasets import read_pairs
 from novelty_audit.errors import BadInputError, ConfigError
 from novelty_audit.params import load_params
+from project_copy import REPO
 
 SPLIT = Path("data/novelty-judge-bench/human-only/pairwise.yaml")
 
@@ -27,6 +30,42 @@ def test_the_loader_reads_what_safe_load_reads_and_refuses_a_repeated_key():
     with pytest.raises(DuplicateKeyError) as exc:
         safe_load_unique("a: 1\nb:\n  c: 2\n  c: 3\n")
     assert (exc.value.first_line, exc.value.second_line) == (3, 4) and "'c'" in str(exc.value)
+
+
+TRICKY = """\
+plain: a plain scalar with:colons, 'quotes' and a # comment
+folded: >
+  one line
+  and the next
+
+  a paragraph
+literal: |-
+  kept
+    indented
+double: "tab\\there, \\u00e9t\\u00e9, \\"q\\", \\U0001F600"
+single: 'it''s'
+unicode: Généralisation — “quoted” 🚀
+multi: first
+  continued plain
+numbers: [1, 1.5, 0x1F, 1e3, .nan, -.inf]
+other: [yes, no, ~, null, 2026-12-04, '007']
+anchor: &a {k: v}
+ref: *a
+empty:
+"""
+
+
+def test_the_loader_parses_what_the_pure_python_safe_loader_parses():
+    """safe_load_unique may use LibYAML's parser: it must read every YAML file the project ships, and the
+    constructs hand-written benchmark files use, exactly as PyYAML's own SafeLoader does."""
+    shipped = subprocess.run(["git", "ls-files", "*.yaml", "*.yml"], cwd=REPO, capture_output=True, text=True, check=True)
+    paths = [REPO / line for line in shipped.stdout.splitlines()]
+    assert any(p.parent.name == "human-only" for p in paths), shipped.stdout  # the benchmark splits are among them
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        assert safe_load_unique(text) == yaml.load(text, Loader=yaml.SafeLoader), path  # noqa: S506
+    # repr: .nan != .nan, so compare the documents' text form
+    assert repr(safe_load_unique(TRICKY)) == repr(yaml.load(TRICKY, Loader=yaml.SafeLoader))  # noqa: S506
 
 
 def test_a_pair_id_written_twice_in_a_split_names_the_file_and_both_lines(project):
