@@ -11,8 +11,9 @@ busy loops" check of the test-suite goal. `--runs N` runs the command N times in
 The last line is one JSON object: `seconds` (the slowest run), `passed` (the fewest), `failed` (failed + errors,
 the most), `reference_s`, and the figures of every run under `runs`. Exit status 1 when any run failed.
 
-Machines of one type differ in speed (docs/benchmarks.md has the same commit timed on two). `reference_s`, the median time of a fixed single-core Python workload taken before the runs
-(and before the busy loops), tells the two apart: compare suite times across machines only beside it.
+Machines of one type differ in speed (docs/benchmarks.md has the same commit timed on two). `reference_s`, the
+median time of a fixed single-core Python workload taken before the runs (and before the busy loops), tells them
+apart: compare suite times across machines only beside it.
 """
 
 from __future__ import annotations
