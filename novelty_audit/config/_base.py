@@ -51,10 +51,10 @@ class DuplicateKeyError(yaml.constructor.ConstructorError):
 
 
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""LibYAML's parser when PyYAML was built with it (its wheels are): the pure-Python scanner took ~3 s of the pin
-stage for the benchmark's splits, LibYAML ~0.2 s. Both give the same documents for every YAML file the project
-ships (tests/datasets/test_duplicate_keys.py checks them against `yaml.safe_load`); the types come from the same
-`SafeConstructor` either way."""
+"""LibYAML's parser when PyYAML was built with it (its wheels are): the pure-Python scanner was most of the pin
+stage's time on the benchmark's splits, ~10x LibYAML's (docs/benchmarks.md). Both give the same documents for
+every YAML file the project ships (tests/datasets/test_duplicate_keys.py checks them against `yaml.safe_load`);
+the types come from the same `SafeConstructor` either way."""
 
 
 class _UniqueKeyLoader(_SafeLoader):  # type: ignore[misc,valid-type]
