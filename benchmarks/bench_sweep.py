@@ -182,7 +182,9 @@ def main() -> None:
     proc, url = start_server(a.latency, LEAN_MOCK)
     try:
         n_bases = write_project(root, url, a.scale, a.concurrency)
-        env = {**os.environ, "BENCH_KEY": "bench", "DVC_NO_ANALYTICS": "1"}
+        # This checkout's code (PYTHONPATH), not the one an editable install points at: a snapshot can be timed
+        # while its checkout is being edited.
+        env = {**os.environ, "BENCH_KEY": "bench", "DVC_NO_ANALYTICS": "1", "PYTHONPATH": str(REPO)}
         result = {"scale": a.scale, "bases": n_bases, "configurations": n_bases * 10, **timed_runs(root, env, url, a.concurrency)}
     finally:
         proc.terminate()
@@ -197,7 +199,7 @@ def main() -> None:
     result.update(
         latency=a.latency, concurrency=a.concurrency, loadavg_start=[round(x, 2) for x in load_start],
         loadavg_end=[round(x, 2) for x in load_end], cpus=os.cpu_count(), nice=os.nice(0),
-        project=str(root) if a.keep else None,
+        project=str(root) if a.keep else None, code=str(REPO),
     )  # fmt: skip
     print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in result.items()}, sort_keys=True))
 
