@@ -19,7 +19,7 @@ import polars as pl
 
 from ..config import MetricsParams, SweepVariant
 from ._compare import mcnemar_exact_p
-from ._estimates import bootstrap_weights, percentile_interval, seeded_rng
+from ._estimates import bootstrap_weights, holm_adjusted, percentile_interval, seeded_rng
 from ._views import PairwiseView, pairwise_view
 
 __all__ = ["SPREAD_KNOBS", "sweeps_json"]
@@ -133,8 +133,6 @@ def sweeps_json(verdicts: pl.DataFrame, variants: Mapping[str, SweepVariant], pa
     (+ `disagreement_matrix_n_items`): the disagreement rate between every two of the sweep's judges, base
     included (`_disagreement_matrix`). Undefined values are left out
     (as in metrics.json); a variant with no verdicts, or whose base has none, is given `n_items: 0`."""
-    from statsmodels.stats.multitest import multipletests
-
     sweeps: dict[str, dict[str, SweepVariant]] = {}
     for vid, v in variants.items():
         sweeps.setdefault(v.sweep, {})[vid] = v
@@ -161,7 +159,7 @@ def sweeps_json(verdicts: pl.DataFrame, variants: Mapping[str, SweepVariant], pa
             rows = {vid: (_variant(base, judged[vid], universe, w, params.confidence) if base and vid in judged else {"n_items": 0}) for vid in info}
             tested = [vid for vid in info if "mcnemar_p" in rows[vid]]
             if tested:
-                holm = multipletests([rows[v]["mcnemar_p"] for v in tested], method="holm")[1]
+                holm = holm_adjusted([rows[v]["mcnemar_p"] for v in tested])
                 for vid, p in zip(tested, holm):
                     rows[vid]["mcnemar_p_holm"] = float(p)
             summary: dict[str, Any] = {}
