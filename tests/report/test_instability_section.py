@@ -118,3 +118,20 @@ def test_a_run_without_sweeps_has_no_instability_section(tmp_path, sweeps):
     rep, _ = _build(tmp_path, sweeps)
     assert 'id="instability"' not in rep.html and "#instability" not in rep.html and "Instability" not in rep.markdown
     assert not any(n.startswith("sweep_") for n in rep.plots)
+
+
+def test_every_chart_the_report_renders_is_a_valid_vega_lite_spec(tmp_path, monkeypatch):
+    # The report renders without altair's per-chart schema pass (speed); the specs are held to the schema here.
+    import vl_convert
+    from altair.utils.schemapi import validate_jsonschema
+    from altair.vegalite.v6.schema.core import load_schema
+
+    specs: list[dict] = []
+    render = vl_convert.vegalite_to_svg
+    monkeypatch.setattr(vl_convert, "vegalite_to_svg", lambda spec, *a, **k: (specs.append(spec), render(spec, *a, **k))[1])
+    _build(tmp_path, SWEEPS)
+    marks = {str(layer.get("mark")) for s in specs for layer in [s, *s.get("layer", [])]}
+    assert len(specs) >= 6 and any("rect" in m for m in marks), "forest plots, heatmaps and the study's charts were rendered"
+    schema = load_schema()
+    for spec in specs:
+        validate_jsonschema(spec, schema)
