@@ -11,10 +11,12 @@ prompts/bench-base.txt (a copy of reference-v1), so the second run can edit it.
 `--scale` sets `judge.limit` to round(154 × scale) pairs per split (below 1) or the number of bases to
 round(6 × scale) (above 1): calls grow linearly with it.
 
-Measured in one run (each step its own `novelty-audit` process, as `dvc repro` runs it):
-- judge stage: wall seconds and peak RSS (`os.wait4` of the stage process: its children included), calls sent;
+Measured in one run, each step its own `novelty-audit` process as `dvc repro` runs it, in wall seconds and CPU
+seconds (`*_cpu_seconds`: user + system of the process and its children; on a loaded machine the wall time
+measures the load as much as the work, the CPU time the work):
+- judge stage: peak RSS (`os.wait4` of the stage process: its children included), calls sent;
 - a bare `AsyncOpenAI` client sending the same number of requests (the pinned ideas' texts, prompts of the same
-  size) at the same concurrency to the same mock: `ratio` = judge / bare;
+  size) at the same concurrency to the same mock: `ratio` = judge / bare (wall), `cpu_ratio` (CPU);
 - metrics and report stages (default metrics params: 10,000 resamples, every judge pair);
 - cached rerun: the judge stage again with `--force` (identity known, so every call must come from the call
   cache): seconds, calls sent (goal 0) and identical verdicts;
@@ -37,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -96,8 +99,16 @@ def write_project(root: Path, url: str, scale: float, concurrency: int) -> int:
     return n_bases
 
 
-def stage(root: Path, env: dict, *args: str) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB of the process and its waited-for children, stdout) of `novelty-audit *args`."""
+class Step(NamedTuple):
+    seconds: float
+    cpu_seconds: float
+    """user + system CPU of the process and its waited-for children: what a loaded machine does not inflate."""
+    peak_rss_mb: float
+    stdout: str
+
+
+def stage(root: Path, env: dict, *args: str) -> Step:
+    """Wall and CPU seconds, peak RSS (MB) of the process and its waited-for children, and stdout of `novelty-audit *args`."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         proc = subprocess.Popen(["novelty-audit", *args], cwd=root, env=env, stdout=out, stderr=err)
@@ -108,7 +119,14 @@ def stage(root: Path, env: dict, *args: str) -> tuple[float, float, str]:
         text, errors = out.read().decode(), err.read().decode()
     if proc.returncode != 0:
         raise SystemExit(f"novelty-audit {' '.join(args)} exited {proc.returncode}:\n{text[-3000:]}\n{errors[-3000:]}")
-    return wall, usage.ru_maxrss / 1024, text
+    return Step(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, text)
+
+
+def record(out: dict, name: str, step: Step, rss: bool = False) -> Step:
+    out[f"{name}_seconds"], out[f"{name}_cpu_seconds"] = step.seconds, step.cpu_seconds
+    if rss:
+        out[f"{name}_peak_rss_mb"] = step.peak_rss_mb
+    return step
 
 
 def judge_calls(root: Path) -> tuple[int, int]:
@@ -141,31 +159,34 @@ def bare_bodies(root: Path, n: int) -> list[dict]:
 
 
 def timed_runs(root: Path, env: dict, url: str, concurrency: int) -> dict:
-    out: dict[str, float | int] = {}
+    out: dict[str, float | int | bool] = {}
     for name in ("pin", "probe"):
         stage(root, env, "stage", name)
     os.sync()
-    out["judge_seconds"], out["peak_rss_mb"], _ = stage(root, env, "stage", "judge")
+    out["peak_rss_mb"] = record(out, "judge", stage(root, env, "stage", "judge")).peak_rss_mb
     out["calls"], _ = judge_calls(root)
     out["cache_bytes"], out["cache_files"] = cache_size(root)
     os.sync()
-    out["bare_seconds"] = asyncio.run(bare(url, bare_bodies(root, int(out["calls"])), concurrency))
+    bodies = bare_bodies(root, int(out["calls"]))
+    cpu = time.process_time()
+    out["bare_seconds"] = asyncio.run(bare(url, bodies, concurrency))
+    out["bare_cpu_seconds"] = time.process_time() - cpu
     out["ratio"] = out["judge_seconds"] / out["bare_seconds"]
-    out["metrics_seconds"], out["metrics_peak_rss_mb"], _ = stage(root, env, "stage", "metrics")
-    out["report_seconds"], out["report_peak_rss_mb"], _ = stage(root, env, "stage", "report")
+    out["cpu_ratio"] = out["judge_cpu_seconds"] / out["bare_cpu_seconds"]
+    record(out, "metrics", stage(root, env, "stage", "metrics"), rss=True)
+    record(out, "report", stage(root, env, "stage", "report"), rss=True)
     verdicts = (root / "artifacts" / "judge" / "verdicts.parquet").read_bytes()
-    out["cached_rerun_seconds"], _, _ = stage(root, env, "stage", "judge", "--force")
-    out["cached_rerun_calls"], hits = judge_calls(root)
+    record(out, "cached_rerun", stage(root, env, "stage", "judge", "--force"))
+    out["cached_rerun_calls"], _ = judge_calls(root)
     out["cached_rerun_identical"] = verdicts == (root / "artifacts" / "judge" / "verdicts.parquet").read_bytes()
     # The second run: base 0's prompt edited (one sentence more), judged, measured and reported again.
     prompt = root / BASE_PROMPT
     prompt.write_text(prompt.read_text(encoding="utf-8").replace("Decide which", "Read both closely. Decide which"), encoding="utf-8")
-    out["second_judge_seconds"], _, _ = stage(root, env, "stage", "judge")
+    record(out, "second_judge", stage(root, env, "stage", "judge"))
     out["second_calls"], _ = judge_calls(root)
     stage(root, env, "stage", "metrics")
     stage(root, env, "stage", "report")
-    out["audit_seconds"], out["audit_peak_rss_mb"], audit = stage(root, env, "audit", "--json")
-    out["audit_json_bytes"] = len(audit)
+    out["audit_json_bytes"] = len(record(out, "audit", stage(root, env, "audit", "--json"), rss=True).stdout)
     return out
 
 
