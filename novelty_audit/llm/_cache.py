@@ -298,6 +298,29 @@ class _PackIndex:
         self.size += at
 
 
+_INDEXES: dict[Path, tuple[threading.Lock, dict[str, _PackIndex]]] = {}
+"""Pack indexes per cache root, shared by every CallCache of this process on that root: a run builds one
+CallCache per judge, and an index of their own each held the same keys once per judge (sixty copies)."""
+_INDEXES_LOCK = threading.Lock()
+
+
+def _reset_indexes_in_child() -> None:
+    # A forked child keeps the indexes (packs are append only: offsets stay true) but not a lock another thread held.
+    global _INDEXES_LOCK
+    _INDEXES_LOCK = threading.Lock()
+    for root, (_, packs) in list(_INDEXES.items()):
+        _INDEXES[root] = (threading.Lock(), packs)
+
+
+os.register_at_fork(after_in_child=_reset_indexes_in_child)
+
+
+def _indexes(root: Path) -> tuple[threading.Lock, dict[str, _PackIndex]]:
+    key = root.resolve()
+    with _INDEXES_LOCK:
+        return _INDEXES.setdefault(key, (threading.Lock(), {}))
+
+
 class CallCache:
     """Content-addressed answers of API/local model calls, each entry checked against its checksum on read."""
 
@@ -309,9 +332,8 @@ class CallCache:
         self.shared = shared
         """The team-shared layer under this cache (`store.shared_cache`), or None."""
         _clean_leftovers_once(self.root)
-        self._packs: dict[str, _PackIndex] = {}
-        self._loose: dict[str, int] = {}  # shard -> loose entries written since this process last counted
-        self._pack_lock = threading.Lock()
+        self._pack_lock, self._packs = _indexes(self.root)
+        self._loose: dict[str, int] = {}  # shard -> loose entries written since this cache last counted
 
     def path(self, key: str) -> Path:
         """Where the loose entry of `key` is (or would be) written; a packed entry lives in `pack_path(key)`."""

@@ -382,7 +382,7 @@ def test_a_shard_packs_its_loose_entries_once_it_holds_pack_at_of_them_and_every
     assert 0 < len(loose) < cache.pack_at, "the file count stays bounded"
     assert (tmp_path / "calls" / "packs" / "ab.pack").is_file()
     assert [cache.get(k)["i"] for k in keys] == list(range(len(keys)))
-    other = CallCache(tmp_path / "calls")  # another process: its own index, built from the pack
+    other = CallCache(tmp_path / "calls")  # another judge's cache on the same root
     assert [other.get(k)["i"] for k in keys] == list(range(len(keys)))
     assert verify_call_cache(tmp_path / "calls") == []
 
