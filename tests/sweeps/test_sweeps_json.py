@@ -46,7 +46,7 @@ def test_holm_adjusts_across_the_sweeps_variants_and_a_variant_without_verdicts_
     assert p1 == pytest.approx(2 * 0.5**8) and p5 == pytest.approx(2 * 0.5**7)
     assert out["s/votes=1"]["mcnemar_p_holm"] == pytest.approx(2 * p1)
     assert out["s/votes=5"]["mcnemar_p_holm"] == pytest.approx(max(2 * p1, p5))
-    assert out["s/votes=9"] == {"n_items": 0}
+    assert out["s/votes=9"] == {"base": "base", "compared_on": {"variant": "d", "base": "d"}, "paired": True, "n_items": 0}
 
 
 def test_grid_spread_holds_the_other_knobs_fixed_and_takes_the_largest():
