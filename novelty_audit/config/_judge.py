@@ -168,7 +168,9 @@ class JudgeParams(Frozen):
     budget_usd: float | None = Field(default=None, ge=0)
     """Cap on the cost of new (uncached) API calls in one stage run; the run stops before exceeding it (0: no paid call)."""
     prices: dict[str, Price] = Field(default_factory=dict)
-    """Model name → price; an API judge whose model has no price counts its calls as free."""
+    """Model name → price. An API judge whose model has no price (here or in its args.price) records the cost of its
+    calls as unknown: null in verdict rows, metrics.json and sweeps.json, "unknown" in the report, never 0; the dry
+    run names it; with budget_usd set it is refused (the cap could not be kept)."""
     progress: bool = True
     """Show a progress bar for API judges (stderr only)."""
     on_error: Literal["fail", "record"] = "fail"

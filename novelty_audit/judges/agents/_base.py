@@ -287,7 +287,7 @@ class AgentJudge(VoteJudge):
             choice=run.choice if run.outcome == "valid" else None,
             call_digest=digest_obj(run.call_digests) if run.call_digests else None,
             provider_model=run.provider_model,
-            cost_usd=run.cost_usd,
+            cost_usd=None if self.price is None else run.cost_usd,  # no price: unknown, never free
             detail=run.detail,
             error_reason=run.error_reason if run.outcome == "error" else None,
             rounds=run.rounds,
