@@ -8,7 +8,8 @@ definitions.json, sweeps.json}.
 `metrics:` in dvc.yaml with cache: false) so `dvc metrics show/diff` read it. The path comes from
 params because `run`'s signature is shared by every stage; the copy is byte-identical to the
 manifested artifact and is rewritten on reuse too, so it always matches the current outputs.
-`sweeps.json` (each `judge.sweeps` variant against its base; `{}` without sweeps, so the DVC metrics file always
+`sweeps.json` (each `judge.sweeps` variant against its base, a dataset variant on the split its split is a variant
+of: `pin.datasets.<split>.variant_of`, in this stage's identity; `{}` without sweeps, so the DVC metrics file always
 exists) is published the same way next to it (reports/sweeps.json).
 """
 

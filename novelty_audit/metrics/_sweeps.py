@@ -109,13 +109,18 @@ def _per_decision(rows: pl.DataFrame, id_col: str, ids: list[str], mask: np.ndar
     return float(sel["cost_usd"].sum()) / calls if calls else None
 
 
+def _masks(base: np.ndarray, variant: np.ndarray, paired: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The items compared on each side: paired, those both were asked about (one mask); unpaired, each its own."""
+    if paired:
+        both = ((base > 0) & (variant > 0)).astype(np.float64)
+        return both, both
+    return (base > 0).astype(np.float64), (variant > 0).astype(np.float64)
+
+
 def _pairwise(b: _Sample, v: _Sample, paired: bool, confidence: float) -> dict[str, Any]:
     """The pairwise fields of one row (see `sweeps_json`)."""
     bv, vv = pairwise_view(b.rows, b.ids), pairwise_view(v.rows, v.ids)
-    if paired:
-        mb = mv = ((bv.covered > 0) & (vv.covered > 0)).astype(np.float64)
-    else:
-        mb, mv = (bv.covered > 0).astype(np.float64), (vv.covered > 0).astype(np.float64)
+    mb, mv = _masks(bv.covered, vv.covered, paired)
     nb, nv = int(mb.sum()), int(mv.sum())
     out: dict[str, Any] = {"n_items": nv, "n_items_base": nb}
     if nb == 0 or nv == 0:
@@ -157,10 +162,7 @@ def _rate(num: np.ndarray, den: np.ndarray) -> float | None:
 def _pointwise(b: _Sample, v: _Sample, paired: bool, confidence: float) -> dict[str, Any]:
     """The pointwise fields of one row: macro-F1 and its change, disagreement on the ideas (paired only), cost."""
     bv, vv = pointwise_view(b.rows, b.ids), pointwise_view(v.rows, v.ids)
-    if paired:
-        mb = mv = ((bv.covered > 0) & (vv.covered > 0)).astype(np.float64)
-    else:
-        mb, mv = (bv.covered > 0).astype(np.float64), (vv.covered > 0).astype(np.float64)
+    mb, mv = _masks(bv.covered, vv.covered, paired)
     nb, nv = int(mb.sum()), int(mv.sum())
     out: dict[str, Any] = {"pointwise_n_items": nv, "pointwise_n_items_base": nb}
     if nb == 0 or nv == 0:

@@ -226,3 +226,15 @@ def test_dataset_variants_are_judged_on_their_split_only_and_compared_with_the_b
     assert listed[f"backbones/dataset={BACKBONES[1]}"]["datasets"] == [BACKBONES[1]]
     assert listed[f"backbones/dataset={BACKBONES[1]}"]["sweep"]["knobs"] == {"dataset": BACKBONES[1]}
     assert listed[BASE]["datasets"] == DEFAULT
+
+
+def test_editing_a_splits_variant_of_reruns_metrics_and_changes_how_its_variant_is_compared(swept) -> None:
+    project, mock, _ = swept
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    raw["pin"]["datasets"]["human-only-plan"]["variant_of"]["paired"] = False
+    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    mock.reset()
+    run_stage("metrics")  # the judge stage's outputs are unchanged; only the comparison moves
+    row = json.loads((project / "reports/sweeps.json").read_text())["human-only-plan"]["backbones"]["backbones/dataset=human-only-plan"]
+    assert row["paired"] is False and row["disagreement_rate"] is None and row["mcnemar_p"] is None
+    assert mock.count == 0
