@@ -89,6 +89,10 @@ class OpenAIProvider(Provider):
                     extra[name] = s.reasoning_effort  # not in the completions signature; servers that know it read it
                 else:
                     body[name] = getattr(s, name)
+        if s.reasoning_effort is not None and not completions:
+            # OpenAI's reasoning models refuse `max_tokens`; `max_completion_tokens` is the same cap (thinking
+            # included) and vLLM and LiteLLM read it too. Only the field name moves: the call key is the sampling.
+            body["max_completion_tokens"] = body.pop("max_tokens")
         if request.tools:
             body["tools"] = [{"type": "function", "function": t.as_dict()} for t in request.tools]
         return body, extra
