@@ -194,7 +194,7 @@ class JudgeParams(Frozen):
     """Sweep name → {base | bases, mode, vary}: each variant becomes a judge `<sweep>/<knob>=<value>` (with
     `bases`: `<sweep>/<base>/<knob>=<value>`) under `judges` when params load (config/_sweeps.py, docs/sweeps.md).
     Empty by default (a sweep of API judges calls APIs)."""
-    max_variants: int = Field(default=DEFAULT_MAX_VARIANTS, ge=1)
+    max_variants: int = Field(default=DEFAULT_MAX_VARIANTS, ge=1, strict=True)
     """Most judges one sweep, and all sweeps together, may make; checked from the value counts before anything is
     expanded, so a mistyped grid is refused at once (naming the sweep and its size) instead of filling memory."""
 

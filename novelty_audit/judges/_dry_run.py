@@ -125,15 +125,29 @@ to render and key; a small plan is done before a bar would show)."""
 
 @contextmanager
 def _progress(judges: list[Any], show: bool) -> Iterator[Iterable[Any]]:
-    """`judges`, counted by a rich progress bar on stderr when `show` (stdout, where --json goes, stays clean)."""
+    """`judges`, counted on stderr when `show` (stdout, where --json goes, stays clean): a rich progress bar on a
+    terminal, else a plain line at every tenth of the plan (a log or CI shows it advancing too)."""
     if not show:
         yield judges
         return
     from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(console=Console(stderr=True), transient=True) as bar:
-        yield bar.track(judges, description=f"dry run: keying the calls of {len(judges)} judges")
+    console = Console(stderr=True)
+    what = f"dry run: keying the calls of {len(judges)} judges"
+    if console.is_terminal:
+        with Progress(console=console, transient=True) as bar:
+            yield bar.track(judges, description=what)
+        return
+    yield _lines(judges, what)
+
+
+def _lines(judges: list[Any], what: str) -> Iterator[Any]:
+    step = max(1, len(judges) // 10)
+    for i, judge in enumerate(judges, 1):
+        yield judge
+        if i % step == 0 or i == len(judges):
+            print(f"{what}: {i}/{len(judges)} done", file=sys.stderr, flush=True)
 
 
 def dry_run_judges(jp, pin_dir: Path, built: Built, probe_dir: Path | None = None) -> DryRun:
