@@ -60,10 +60,13 @@ def read_anthropic_answer(data: dict[str, Any]) -> Answer:
     blocks = expect(data, "content", list)
     texts = []
     calls = []
+    thoughts = []
     for block in blocks:
         if not isinstance(block, dict):
             raise RetryableError("malformed response", f"a content block is {type(block).__name__}, expected object")
-        if block.get("type") == "text":
+        if block.get("type") in ("thinking", "redacted_thinking"):
+            thoughts.append(block)  # never part of the answer text; kept to be handed back after a tool call
+        elif block.get("type") == "text":
             texts.append(expect(block, "text", str))
         elif block.get("type") == "tool_use":
             args = orjson.dumps(expect(block, "input", dict), option=orjson.OPT_SORT_KEYS).decode()
@@ -78,6 +81,7 @@ def read_anthropic_answer(data: dict[str, Any]) -> Answer:
         output_tokens=usage_tokens(usage, "output_tokens"),
         provider_model=data.get("model") if isinstance(data.get("model"), str) else None,
         tool_calls=tuple(calls),
+        thinking=tuple(thoughts),
     )
 
 
@@ -95,11 +99,13 @@ def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             else:
                 out.append({"role": "user", "content": [block]})
         elif m.get("tool_calls"):
-            blocks: list[dict[str, Any]] = [{"type": "text", "text": m["content"]}] if m.get("content") else []
+            # Extended thinking: the turn's thinking blocks lead it, unchanged, or the API refuses the tool results.
+            blocks: list[dict[str, Any]] = [dict(b) for b in m.get("thinking") or ()]
+            blocks += [{"type": "text", "text": m["content"]}] if m.get("content") else []
             blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": orjson.loads(c["arguments"] or "{}")} for c in m["tool_calls"]]
             out.append({"role": "assistant", "content": blocks})
         else:
-            out.append(m)
+            out.append({k: v for k, v in m.items() if k != "thinking"})
     return out
 
 

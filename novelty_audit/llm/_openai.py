@@ -52,10 +52,11 @@ def _tool_calls(msg: dict[str, Any]) -> tuple[ToolCall, ...]:
 
 def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Messages in the chat-completions format: an assistant turn's tool calls as `function` entries."""
-    if not any("tool_calls" in m for m in messages):
+    if not any("tool_calls" in m or "thinking" in m for m in messages):
         return messages  # sent exactly as given (the common case: no tools)
     out = []
     for m in messages:
+        m = {k: v for k, v in m.items() if k != "thinking"}  # another provider's reasoning blocks: not chat fields
         if m.get("tool_calls"):
             calls = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in m["tool_calls"]]
             m = {**m, "tool_calls": calls, "content": m.get("content") or None}

@@ -179,6 +179,8 @@ class Reply:
         msg: dict[str, Any] = {"role": "assistant", "content": self.text or ""}
         if self.entry.get("tool_calls"):
             msg["tool_calls"] = [dict(c) for c in self.entry["tool_calls"]]
+            if self.entry.get("thinking"):  # Anthropic extended thinking: handed back with the tool results
+                msg["thinking"] = [dict(b) for b in self.entry["thinking"]]
         return msg
 
 
