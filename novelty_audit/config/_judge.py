@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, field_validator, model_serializer, model_validator
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, ValidationInfo, field_validator, model_serializer, model_validator
 
 from ._base import DATASET_NAMES, Frozen, check_name
 from ._sweeps import SweepSpec, SweepVariant, expand_sweeps
@@ -267,18 +267,11 @@ class JudgeParams(Frozen):
         declared = {k: v.model_dump(mode="python") for k, v in self.judges.items() if "/" not in k}
         return expand_sweeps(self.sweeps, declared, JudgeSpec.model_validate)[1]
 
-    @field_validator("datasets", "probe_datasets")
+    @field_validator("datasets", "probe_datasets", "generators")
     @classmethod
-    def _dataset_names(cls, v: list[str]) -> list[str]:
-        for i, name in enumerate(v):
-            check_name(name, f"dataset {i}")
-        return v
-
-    @field_validator("generators")
-    @classmethod
-    def _generator_ids(cls, v: dict[str, GeneratorSpec]) -> dict[str, GeneratorSpec]:
-        for name in v:
-            check_name(name, "generator id")
+    def _names(cls, v: Any, info: ValidationInfo) -> Any:
+        for name in v:  # dataset names, generator ids
+            check_name(name, info.field_name or "name")
         return v
 
     @field_validator("judges")

@@ -56,7 +56,7 @@ class PoolRules(Frozen):
     """At least this many reviews carry a signal of the pool's polarity."""
     max_reviews_with_opposite: int = Field(default=0, ge=0)
     """At most this many reviews carry a signal of the opposite polarity."""
-    pure_share_above: float = Field(default=0.5, ge=0, le=1)
+    pure_share_above: float = 0.5
     """The share of reviews that are purely of the pool's polarity must be strictly above this."""
 
 

@@ -5,8 +5,9 @@ A sweep `judge.sweeps.<name>: {base: <judge id>, mode: one-at-a-time | grid, var
 judge per variant under `judge.judges`, id `<name>/<knob>=<value>` (grid: `<name>/<k1>=<v1>,<k2>=<v2>` with knobs in
 `KNOBS` order), spec = the base's spec with the knob(s) changed. With `bases: [a, b, …]` instead of `base`, every
 variant is made once per base, id `<name>/<base>/<knob>=<value>`, each compared with its own base. The size of a
-sweep is computed from its value counts before anything is expanded (`SweepSpec.size`, `judge.max_variants`). Everything downstream (config digest, call cache,
-budget, `judge.limit`, metrics) treats a variant as any other judge. The `dataset` knob is not an arg: it sets the
+sweep is computed from its value counts before anything is expanded (`SweepSpec.size`, `judge.max_variants`).
+Everything downstream (config digest, call cache, budget, `judge.limit`, metrics) treats a variant as any other
+judge. The `dataset` knob is not an arg: it sets the
 variant's own `datasets` (one pinned split), and the judge stage asks the base on that split too, so the variant is
 compared with its base on the same items (docs/design/sweeps.md). Imports nothing of the project but `_base`.
 """
@@ -97,9 +98,11 @@ class SweepSpec(Frozen):
             raise ValueError("bases: name at least one judge")
         for b in v:
             check_name(b, "bases")
-        dup = next((b for b in v if v.count(b) > 1), None)
-        if dup is not None:
-            raise ValueError(f"bases: '{dup}' is named twice")
+        seen: set[str] = set()
+        for b in v:
+            if b in seen:
+                raise ValueError(f"bases: '{b}' is named twice")
+            seen.add(b)
         return v
 
     @model_validator(mode="after")

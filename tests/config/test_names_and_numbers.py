@@ -45,7 +45,7 @@ def rename_dataset(doc: dict, new: str) -> None:
         (lambda d: rename_dataset(d, "human\nonly"), "pin.datasets"),
         (lambda d: d["judge"].update(datasets=["human-only", "human-plus-generated\r"]), "judge.datasets"),
         (lambda d: d["judge"]["judges"]["always-first"].update(datasets=["human\u2028only"]), "datasets.0"),
-        (lambda d: d["judge"]["generators"].update({"gen\terator": {"backend": "expert"}}), "generator id"),
+        (lambda d: d["judge"]["generators"].update({"gen\terator": {"backend": "expert"}}), "generators"),
         (lambda d: d["judge"].update(sweeps={"s": {"base": "always-first", "vary": {"dataset": ["human\u202eonly"]}}}), "dataset"),
     ],
 )
