@@ -77,6 +77,11 @@ def test_each_variant_has_its_own_config_digest_and_a_same_as_base_variant_share
         # a knob the backend has no arg for: refused naming the sweep, the base and the knob
         ({"base": "random", "vary": {"temperature": [0.5]}}, None,
          ["judge.sweeps.bad: base random (random), knob temperature value 0.5", "has no arg sampling.temperature"]),
+        ({"base": "distance-knn-tfidf", "vary": {"reasoning_effort": ["low"]}}, None,
+         ["judge.sweeps.bad: base distance-knn-tfidf (distance-knn), knob reasoning_effort value 'low'", "has no arg sampling.reasoning_effort"]),
+        ({"bases": [BASE, "distance-knn-tfidf"], "vary": {"orders": ["forward"]}}, None,
+         ["judge.sweeps.bad: base distance-knn-tfidf (distance-knn), knob orders value 'forward'", "has no arg orders"]),
+        ({"base": BASE, "vary": {"reasoning": ["low"]}}, None, ["knob reasoning value 'low'", "the reasoning budget is the knob `reasoning_effort`"]),
     ],
 )
 def test_a_bad_sweep_exits_2_naming_the_sweep_the_knob_and_the_value(tmp_path, monkeypatch, run_main, sweep, extra, says):
