@@ -84,14 +84,17 @@ class DryRun:
     budget_usd: float | None = None
     unkeyed: list[str] = field(default_factory=list)
     """Judges whose calls could not be keyed (cost unknown, not in the totals)."""
+    unpriced: list[str] = field(default_factory=list)
+    """API judges whose model has no price (judge.prices or args.price): their calls are counted, their cost is
+    unknown (null, never 0) and not in the USD total."""
 
     @property
     def over_budget(self) -> bool:
         return self.budget_usd is not None and self.usd_estimate > self.budget_usd
 
     def as_dict(self) -> dict[str, Any]:
-        """{judge: {calls, cached, to_send, usd_estimate, items, api_calls}}."""
-        return {name: e.as_dict() for name, e in self.judges.items()}
+        """{judge: {calls, cached, to_send, usd_estimate, items, api_calls, priced}}; usd_estimate null when unknown."""
+        return {name: {**e.as_dict(), **({"priced": name not in self.unpriced} if e.api else {})} for name, e in self.judges.items()}
 
     def lines(self) -> list[str]:
         out = []
@@ -100,12 +103,18 @@ class DryRun:
                 out.append(f"{name}: {e.items} items, no API calls")
             elif e.cached is None:
                 out.append(f"{name}: {e.items} items, {e.calls} calls ({e.unknown_why}, so cache and cost unknown)")
+            elif name in self.unpriced:
+                out.append(f"{name}: {e.items} items, {e.calls} calls, {e.cached} cached, {e.to_send} to send, "
+                           "cost unknown (no price for its model)")  # fmt: skip
             else:
                 out.append(f"{name}: {e.items} items, {e.calls} calls, {e.cached} cached, {e.to_send} to send, "
                            f"estimated ≤ ${e.usd_estimate:.4f}")  # fmt: skip
         cap = f" of the ${self.budget_usd:.4f} budget (judge.budget_usd)" if self.budget_usd is not None else ""
         out.append(f"total: {self.to_send} distinct calls to send, estimated ≤ ${self.usd_estimate:.4f}{cap} "
                    "(worst case: prompt bytes as input tokens, max_tokens as output); nothing was sent")  # fmt: skip
+        if self.unpriced:
+            out.append(f"no price (cost unknown, not in the total; add it under judge.prices or the judge's args.price): "
+                       f"{', '.join(self.unpriced)}")  # fmt: skip
         return out
 
     def check_budget(self) -> None:
@@ -176,6 +185,8 @@ def _estimate(jp, chosen, judge, result: DryRun, uncached: dict[str, float]) -> 
     if not est.api:
         return
     calls = judge.plan(ps, pts)
+    if getattr(judge, "price", None) is None:  # an unpriced model costs an unknown amount, never nothing
+        result.unpriced.append(judge.name)
     if agent:  # each turn depends on the answers and searches before it: the calls are decisions, not keys
         est.calls, est.cached, est.usd_estimate = len(calls), None, None
         est.unknown_why = "agent decisions: turns depend on the answers, not keyed ahead"
@@ -193,6 +204,10 @@ def _estimate(jp, chosen, judge, result: DryRun, uncached: dict[str, float]) -> 
             keys[key] = judge.llm.worst_cost(len(canonical_bytes(request.hashed())), request.sampling.max_tokens)
     cached = {k for k in keys if judge.cache.get(k) is not None}
     est.calls, est.cached = len(keys), len(cached)
+    if judge.name in result.unpriced:  # counted among the calls to send, not in the USD total
+        est.usd_estimate = None
+        uncached.update((k, 0.0) for k in keys if k not in cached and k not in uncached)
+        return
     est.usd_estimate = round(sum(v for k, v in keys.items() if k not in cached), 6)
     uncached.update((k, v) for k, v in keys.items() if k not in cached)
 
