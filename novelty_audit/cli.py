@@ -139,6 +139,25 @@ def signals(
 
 
 @app.command()
+def candidates(
+    action: Annotated[str, typer.Argument(help="add: check, copy to data/candidates/ and pin a file of ideas")],
+    file: Annotated[Path, typer.Argument(help="JSONL or CSV with area, title, text (system optional)")],
+    name: Annotated[str, typer.Option("--name", help="the set's name: its datasets are NAME and NAME-vs-low")],
+    exclude_bad: Annotated[bool, typer.Option("--exclude-bad", help="record bad rows as exclusions instead of refusing the file")] = False,
+    max_words: Annotated[Optional[int], typer.Option("--max-words", min=1, help="word limit of a text (default 400)")] = None,
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Pin a candidate set of ideas under params.yaml pools.candidates.NAME (docs/candidates.md)."""
+    from .errors import ConfigError
+    from .pools import candidates_add
+
+    if action != "add":
+        raise ConfigError(f"candidates: unknown action '{action}'", hint="novelty-audit candidates add FILE --name NAME")
+    _emit(candidates_add(file, name, params_path=params, exclude_bad=exclude_bad, max_words=max_words), as_json)
+
+
+@app.command()
 def verify(params: ParamsOpt = Path("params.yaml")) -> None:
     """Check artifacts, declared outputs (reports/ too), dvc.lock's outputs, the store and the caches against their digests; exit 1 naming each bad file."""
     from .verify import verify_project

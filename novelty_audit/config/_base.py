@@ -11,9 +11,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Frozen", "DATASET_NAMES", "DuplicateKeyError", "round_trip_yaml", "safe_load_unique"]
+__all__ = ["Frozen", "CONTROL_BACKENDS", "DATASET_NAMES", "DuplicateKeyError", "round_trip_yaml", "safe_load_unique"]
 
 DATASET_NAMES = ("human-only", "human-plus-generated")
+CONTROL_BACKENDS = frozenset({"always-first", "always-second", "random", "abstain"})
+"""The control judges' backends: the floor a real judge must beat, left out of spreads over judge configurations."""
 
 
 class Frozen(BaseModel):

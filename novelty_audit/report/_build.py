@@ -14,7 +14,7 @@ from typing import Any, Callable
 import orjson
 
 from ..artifacts import atomic_write_bytes
-from ..config import PROBE_SUFFIX, ReportParams, probe_dataset
+from ..config import CONTROL_BACKENDS, PROBE_SUFFIX, ReportParams, probe_dataset
 from . import _charts
 from ._agents import AGENTS_ID, agent_blocks
 from ._blocks import Block, Figure, Heading, Link, Para, Raw, Section, Span, Table, render_html, render_markdown
@@ -26,7 +26,6 @@ __all__ = ["Report", "build_report", "write_report", "DRIFT_FILES", "CONTROL_BAC
 DRIFT_FILES = ("drift.md", "drift.json")
 """The drift watch's history per judge, next to the report and outside it (it depends on the drift ledger)."""
 
-CONTROL_BACKENDS = frozenset({"always-first", "always-second", "random", "abstain"})
 """Backends whose answer ignores the ideas: the reference floor, drawn as a band and kept out of colour scales."""
 
 _SUFFIXES = ("_ci_low", "_ci_high", "_wilson_low", "_wilson_high")
