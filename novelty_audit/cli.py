@@ -321,8 +321,8 @@ def flips(
 def export(
     what: Annotated[str, typer.Argument(help="verdicts (one judge's pairwise verdicts) | gold (every pair's gold idea) | "
                                               "adjudications (the decided audit changes, a reference for `quality`) | "
-                                              "table (a paper table: `export table metrics|sweeps|probe --format latex|csv|markdown`)")],
-    kind: Annotated[Optional[str], typer.Argument(help="table only: metrics | sweeps | probe (the probe's figures are in metrics.json)")] = None,
+                                              "table (a paper table: `export table metrics|sweeps|probe|candidates --format latex|csv|markdown`)")],
+    kind: Annotated[Optional[str], typer.Argument(help="table only: metrics | sweeps | probe | candidates (the probe's figures are in metrics.json)")] = None,
     judge: Annotated[Optional[str], typer.Option("--judge", help="the judge (params.yaml judge.judges name); verdicts only")] = None,
     dataset: Annotated[Optional[str], typer.Option("--dataset", help="one dataset (ids are then pair ids; else <dataset>/<pair id>)")] = None,
     fmt: Annotated[Optional[str], typer.Option("--format", help="csv | jsonl (default: from --out, else csv); table: latex (default) | csv | markdown")] = None,
@@ -350,6 +350,7 @@ def export(
             raise BadInputError(f"{src}: not found", hint="run the metrics stage first (novelty-audit stage metrics)")
         check_published_file(src, Store(p.store.root))
         pins = {name: getattr(pin, "sha256", None) or getattr(pin, "revision", None) for name, pin in p.pin.datasets.items()}
+        pins |= {name: cs.sha256 for name, cs in p.pools.candidates.items()}  # a candidate set: its file's pin
         text = render_table(paper_table(kind, read_json(src), run_id=current_run_id(p.store.artifacts), pins=pins), fmt or "latex")
         if out_path is None:
             typer.echo(text, nl=False)
