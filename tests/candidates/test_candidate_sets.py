@@ -108,3 +108,41 @@ def test_a_candidate_set_is_judged_against_same_area_d_plus_ideas_and_its_win_ra
     assert changes, "equal texts must move a distance judge's verdict on the edited pair"
     assert {c["cause"] for c in changes} == {"evidence"} and {c["pair"] for c in changes} <= holding
     assert target["title"] in markdown
+
+
+def _by_prompt_hash(body: dict, nth: int) -> str:
+    """A or B from the digest of the exact prompt: another wording answers differently on some pairs."""
+    import hashlib
+
+    text = "\n".join(str(m.get("content")) for m in body.get("messages", []))
+    return f'{{"answer": "{"AB"[hashlib.sha256(f"{text}{nth}".encode()).digest()[0] % 2]}"}}'
+
+
+def test_a_sweep_over_a_candidate_set_reports_its_spread_and_the_disagreement_between_variants(
+    tiny: Path, run_main, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mock_llm import MockLLM
+
+    monkeypatch.setenv("MOCK_API_KEY", "sk-test-candidates")
+    run_stage("pin")
+    src = _write(tiny / "ideas.jsonl", _candidates())
+    assert run_main("candidates", "add", str(src), "--name", SET)[0] == 0
+    with MockLLM(answer=_by_prompt_hash) as mock:
+        raw = yaml.safe_load(Path("params.yaml").read_text())
+        raw["judge"] = {
+            "datasets": [SET], "tasks": ["pairwise"], "progress": False,
+            "judges": {"base": {"backend": "openai", "args": {"model": "mock", "base_url": mock.base_url, "api_key_env": "MOCK_API_KEY",
+                                                              "prompt": "reference-v1", "votes": 1, "concurrency": 8}}},
+            "sweeps": {"wording": {"base": "base", "vary": {"prompt": ["p3-v1", "p5-v1"]}}},
+        }  # fmt: skip
+        Path("params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+        for name in ("signals", "pools", "judge", "metrics"):
+            run_stage(name)
+    got = read_json("artifacts/metrics/candidates.json")[SET]
+    sweep = got["sweeps"]["wording"]
+    assert sweep["configurations"] == ["base", "wording/prompt=p3-v1", "wording/prompt=p5-v1"]
+    rates = [got["judges"][j]["candidate_win_rate"] for j in sweep["configurations"]]
+    assert (sweep["candidate_win_rate_min"], sweep["candidate_win_rate_max"]) == (min(rates), max(rates))
+    v = pl.read_parquet("artifacts/judge/verdicts.parquet").filter(pl.col("dataset") == SET)
+    a, b = (dict(v.filter(pl.col("judge") == j).select("pair_id", "verdict").rows()) for j in sweep["configurations"][:2])
+    assert sweep["compared_pairs_of_configurations"] == 3 and sweep["disagreement_max"] >= sum(a[p] != b[p] for p in a) / len(a)
