@@ -19,6 +19,7 @@ __all__ = ["CANDIDATES_ID", "candidate_blocks", "result_sentence"]
 
 CANDIDATES_ID = "your-ideas"
 _HEADER = ["judge", "win rate vs D+", "win rate vs D- (floor)", "tie rate", "coverage", "pairs"]
+_H2H_HEADER = ["judge", "win rate of the first set", "tie rate", "coverage", "pairs"]
 _INTRO = ("A candidate set is a file of ideas from an idea-generation system (novelty-audit candidates add). Each idea "
           "meets a human idea of its area from the top of the reviews (D+, the benchmark's high-novelty side) and, as a "
           "floor, one from the bottom (D-). The win rate is the share of pairs whose verdict is the candidate: a tie or "
@@ -115,5 +116,6 @@ def candidate_blocks(candidates: Mapping[str, Any], controls: set[str], figure: 
     for name in h2h:
         blocks += [Heading(3, f"candidates-{_slug(name)}", f"{name} (head to head)"),
                    Para(result_sentence(name, candidates[name], against="the other set's ideas of the same area")),
-                   Table(f"candidates-table-{_slug(name)}", _HEADER, candidate_rows(candidates[name], controls), cls="nums")]
+                   Table(f"candidates-table-{_slug(name)}", _H2H_HEADER, [r[:2] + r[3:] for r in candidate_rows(candidates[name], controls)],
+                         cls="nums")]
     return blocks

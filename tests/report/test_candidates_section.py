@@ -77,3 +77,14 @@ def test_the_section_renders_in_chromium(built: Path, tmp_path: Path, monkeypatc
             browser.execute_script("document.getElementById('your-ideas').scrollIntoView();")
             SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
             browser.save_screenshot(str(SCREENSHOT))
+
+
+def test_a_head_to_head_set_has_its_own_table_without_a_floor(tmp_path: Path) -> None:
+    from novelty_audit.report._candidates import candidate_blocks
+
+    figures = candidate_metrics(_verdicts().filter(pl.col("dataset") == "my-system").with_columns(pl.lit("a-vs-b").alias("dataset")),
+                                {"a-vs-b": "head-to-head"}, confidence=0.95, controls={"always-first"})
+    blocks = candidate_blocks(figures, {"always-first"}, lambda *a: None)
+    table = blocks[-1]
+    assert table.header[1] == "win rate of the first set" and len(table.rows[0]) == len(table.header)
+    assert "a-vs-b wins 23–47% against the other set's ideas of the same area across 4 judge configurations" in blocks[-2].text
