@@ -142,7 +142,10 @@ class Params(BaseModel):
         # A split a judge or a sweep's `dataset` knob names must be a pinned pairwise split: caught when params
         # load, naming it, rather than as a missing table once the judge stage runs.
         pairwise = sorted(n for n, d in self.pin.datasets.items() if d.source != "novbench")
-        pairwise += [n for n in self.pools.dataset_names() if n not in pairwise]  # the pools stage's pair sets
+        clash = sorted(set(self.pools.dataset_names()) & set(self.pin.datasets))
+        if clash:
+            raise ValueError(f"pools: dataset name(s) {', '.join(clash)} are pinned splits too (pin.datasets): rename the candidate set")
+        pairwise += self.pools.dataset_names()  # the pools stage's pair sets
         named = [(f"judge.sweeps.{s}.vary.dataset", ds) for s, sw in self.judge.sweeps.items() for ds in sw.datasets()]
         named += [(f"judge.judges.{j}.datasets", ds) for j, spec in self.judge.judges.items()
                   if "/" not in j for ds in spec.datasets or ()]

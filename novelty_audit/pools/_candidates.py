@@ -200,6 +200,8 @@ def candidates_add(file: Path, name: str, *, params_path: Path, exclude_bad: boo
     from ..params import load_params
 
     params = load_params(params_path)
+    if any(n in params.pin.datasets for n in (name, name + "-vs-low")):
+        raise ConfigError(f"candidates add: '{name}' names a pinned split (pin.datasets)", hint="pick another name")
     src = params.pools.candidate_humans
     if src.source == "pin":
         if src.dataset not in params.pin.datasets:
