@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from ._signals import LLMSpec, PinnedFile
-from ._base import Frozen
+from ._base import Frozen, check_name
 
 __all__ = [
     "PercentileRule", "PoolRules", "GeneratedPoolParams", "StripParams", "PoolsParams", "TitleBlocklist", "CandidateSet",
@@ -29,8 +29,10 @@ _NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
 def check_set_name(name: str) -> str:
-    """A candidate set name: lower-case letters, digits, `.`, `_`, `-`, starting with a letter or digit (no control
-    characters, spaces, `/` or `:`), so it is a safe dataset name, file name and DVC params key."""
+    """A candidate set name: the shared name rule (`check_name`: no control character), and, as it also names a file
+    under data/candidates/ and a DVC params key, lower-case letters, digits, `.`, `_`, `-`, starting with a letter or
+    digit (no spaces, `/` or `:`)."""
+    check_name(name, "pools.candidates")  # the shared rule for names: one line of visible text
     if not isinstance(name, str) or not _NAME.fullmatch(name) or len(name) > 64:
         raise ValueError(f"candidate set name {name!r} must match [a-z0-9][a-z0-9._-]* (at most 64 characters)")
     if name.endswith(LOW_SUFFIX) or re.fullmatch(r".*-seed-\d+", name) or name in (HUMAN_PAIRS, GENERATED_PAIRS):
@@ -62,9 +64,9 @@ class TitleBlocklist(Frozen):
 class PercentileRule(Frozen):
     """Per-area percentiles of the papers' mean rating (numpy linear interpolation, inclusive comparisons)."""
 
-    top: float = 90.0
+    top: float = Field(default=90.0, ge=0, le=100)
     """D+ papers must have a mean rating >= this percentile of their area."""
-    bottom: float = 10.0
+    bottom: float = Field(default=10.0, ge=0, le=100)
     """D- papers must have a mean rating <= this percentile of their area."""
     method: Literal["linear"] = "linear"
     """numpy.percentile method; the published construction used linear interpolation."""
@@ -79,9 +81,9 @@ class PoolRules(Frozen):
     """Mean reviewer rating bound (D+: >=, D-: <=)."""
     contribution: float
     """Mean reviewer contribution score bound (D+: >=, D-: <=)."""
-    min_reviews_with_signal: int = 1
+    min_reviews_with_signal: int = Field(default=1, ge=0)
     """At least this many reviews carry a signal of the pool's polarity."""
-    max_reviews_with_opposite: int = 0
+    max_reviews_with_opposite: int = Field(default=0, ge=0)
     """At most this many reviews carry a signal of the opposite polarity."""
     pure_share_above: float = 0.5
     """The share of reviews that are purely of the pool's polarity must be strictly above this."""
@@ -99,9 +101,9 @@ class GeneratedPoolParams(Frozen):
     """jsonl source: the file (one JSON object per line with area, title, text)."""
     llm: LLMSpec = Field(default_factory=LLMSpec)
     """llm source: the model; off unless enabled."""
-    per_area: int = 1
+    per_area: int = Field(default=1, ge=1)
     """llm source: ideas generated per area."""
-    max_words: int = 200
+    max_words: int = Field(default=200, ge=1)
     """llm source: word limit stated in the prompt and checked on the answer."""
 
 
