@@ -14,9 +14,10 @@ from typing import Any, Callable
 import orjson
 
 from ..artifacts import atomic_write_bytes
-from ..config import PROBE_SUFFIX, ReportParams, probe_dataset
+from ..config import CONTROL_BACKENDS, PROBE_SUFFIX, ReportParams, probe_dataset
 from . import _charts
 from ._agents import AGENTS_ID, agent_blocks
+from ._candidates import CANDIDATES_ID, candidate_blocks
 from ._blocks import Block, Figure, Heading, Link, Para, Raw, Section, Span, Table, render_html, render_markdown
 from ._instability import INSTABILITY_ID, instability_blocks
 from ._sources import ReportSources
@@ -26,7 +27,6 @@ __all__ = ["Report", "build_report", "write_report", "DRIFT_FILES", "CONTROL_BAC
 DRIFT_FILES = ("drift.md", "drift.json")
 """The drift watch's history per judge, next to the report and outside it (it depends on the drift ledger)."""
 
-CONTROL_BACKENDS = frozenset({"always-first", "always-second", "random", "abstain"})
 """Backends whose answer ignores the ideas: the reference floor, drawn as a band and kept out of colour scales."""
 
 _SUFFIXES = ("_ci_low", "_ci_high", "_wilson_low", "_wilson_high")
@@ -652,7 +652,7 @@ _NAV = [("overview", "accuracy"), ("published-section", "published"), ("saturati
 def build_report(sources: ReportSources, params: ReportParams) -> Report:
     """Render every section; charts go to plots/ as SVG and are embedded in the HTML as data: URIs."""
     plots: dict[str, bytes] = {}
-    datasets = _core_datasets(sources.metrics)
+    datasets = [d for d in _core_datasets(sources.metrics) if d not in sources.candidates]  # candidate sets: their own section
     judges = _judges(sources, datasets)
     blocks: list[Block] = []
 
@@ -687,6 +687,11 @@ def build_report(sources: ReportSources, params: ReportParams) -> Report:
                           (lambda r=chart_rows, b=band: _charts.accuracy_chart(r, b)) if chart_rows else None,
                           "no judge has a strict accuracy on this dataset")]
     plots["accuracy.csv"] = _csv(acc_csv, ["dataset", "judge", "label", "strict_accuracy", "ci_low", "ci_high"])
+
+    controls = {n for n, b in (sources.judges.select("judge", "backend").rows() if sources.judges is not None else [])
+                if b in CONTROL_BACKENDS}
+    ideas = candidate_blocks(sources.candidates, controls, figure)  # "Your ideas": candidate sets (pools.candidates)
+    blocks += ideas
 
     pub = _published_table(sources)
     blocks += [Heading(2, "published-section", "Published reference results")]
@@ -809,6 +814,8 @@ def build_report(sources: ReportSources, params: ReportParams) -> Report:
     if sweep_blocks:  # after prompt sensitivity, as in the page
         at = nav.index(("prompts", "prompt sensitivity")) + 1
         nav = [*nav[:at], (INSTABILITY_ID, "instability"), *nav[at:]]
+    if ideas:
+        nav = [nav[0], (CANDIDATES_ID, "your ideas"), *nav[1:]]
     if agents:
         at = nav.index(("cost-section", "cost")) + 1
         nav = [*nav[:at], (AGENTS_ID, "search agents"), *nav[at:]]
