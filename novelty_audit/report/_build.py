@@ -15,6 +15,7 @@ import orjson
 
 from ..artifacts import atomic_write_bytes
 from ..config import PROBE_SUFFIX, ReportParams, probe_dataset
+from ..markdown import md_text
 from . import _charts
 from ._agents import AGENTS_ID, agent_blocks
 from ._blocks import Block, Figure, Heading, Link, Para, Raw, Section, Span, Table, render_html, render_markdown
@@ -599,7 +600,7 @@ def _novbench(sources: ReportSources) -> Raw | None:
         return None
     title = html.escape(section.title, quote=True)
     return Raw(f"novbench-{_slug(section.id)}", f'<h2 id="{_slug(section.id)}">{title}</h2>\n{section.html}',
-               f"## {section.title}\n\n{section.markdown}")
+               f"## {md_text(section.title)}\n\n{section.markdown}")
 
 
 # -- the report ----------------------------------------------------------------------------------------------------
