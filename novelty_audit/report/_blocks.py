@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -95,12 +96,17 @@ def _inline(text: str, code: bool) -> str:
     return "".join(f"<code>{_e(p)}</code>" if i % 2 else _e(p) for i, p in enumerate(parts))
 
 
+_WITH_INTERVAL = re.compile(r"(\S+) (\[[^\[\]]+\])")
+
+
 def _cell_html(c: Cell) -> str:
     if isinstance(c, Span):
         return _cell_html(c.content)
     if isinstance(c, Link):
         return f'<a href="{_e(c.url)}">{_e(c.text)}</a>'
-    return _e(c)
+    # A value and its interval may wrap between them, never inside the interval: a narrow page wraps, not overflows.
+    m = _WITH_INTERVAL.fullmatch(c)
+    return f'{_e(m.group(1))} <span class="ci">{_e(m.group(2))}</span>' if m else _e(c)
 
 
 def _table_html(t: Table) -> str:
