@@ -3,8 +3,8 @@ flow summaries): names of judges, variants and datasets, titles and reasons are 
 they are shown as written and never as markup.
 
 `md_text` is the one escaping rule: whitespace runs (newlines included) become one space, so a name never splits a
-table row or a heading; Markdown's markers (`\\`, backtick, `*`, `[`, `]`, `|`, `~`, a loose `_`, a `#` that could
-open a heading) are backslash-escaped; `&`, `<`, `>` are HTML-escaped, so `<b>x</b>` reads as text."""
+table row or a heading; Markdown's markers (`\\`, backtick, `*`, `|`, `~`, `#`, a loose `_`, a `]` that would close
+a link) are backslash-escaped; `&`, `<`, `>` are HTML-escaped, so `<b>x</b>` reads as text."""
 
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ from typing import Any
 
 __all__ = ["md_code", "md_link", "md_table", "md_text"]
 
-_MARKERS = "\\`*[]|~#"
+_MARKERS = "\\`*|~#"
+# A bracket pair is a link only when `]` is followed by `(`, `[` or `:` (inline, full reference, definition): that
+# `]` is escaped, so intervals such as `0.5 [0.4, 0.6]` stay readable in the Markdown source.
+_LINK_CLOSE = re.compile(r"\](?=[(\[:])")
 # An underscore between two letters or digits never opens or closes emphasis (CommonMark): left as it is, so
 # names such as idea_0_text stay readable.
 _LOOSE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
@@ -26,7 +29,7 @@ def md_text(s: Any) -> str:
     out = " ".join(str(s).split())
     for ch in _MARKERS:  # the backslash first, so the escapes added after it stay single
         out = out.replace(ch, "\\" + ch)
-    out = _LOOSE_UNDERSCORE.sub(r"\\_", out)
+    out = _LINK_CLOSE.sub(r"\\]", _LOOSE_UNDERSCORE.sub(r"\\_", out))
     return html.escape(out, quote=False)
 
 

@@ -16,7 +16,7 @@ import csv
 import io
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..config import PROBE_SUFFIX
@@ -79,7 +79,6 @@ class PaperTable:
     rows: list[Row]
     caption: str
     intervals: bool = False
-    notes: list[str] = field(default_factory=list)
 
 
 def _flat(m: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -145,7 +144,7 @@ def _paper_layout(data: Mapping[str, Any], columns: Sequence[str] | None) -> tup
     if columns is not None:
         raise BadInputError("export table paper: --columns does not apply (the layout is strict and soft accuracy "
                             "per dataset)", hint="use export table metrics --columns … for other fields")
-    recs = _records("metrics", data)
+    recs = [r for r in _records("metrics", data) if "n_pairs" in r[2]]  # pairwise judges: strict and soft accuracy
     datasets = [d for d in _PAPER_DATASETS if any(ds == d for ds, _, _ in recs)]
     datasets += sorted({ds for ds, _, _ in recs} - set(datasets))
     cols = [Column(f"{ds}\t{m}", m, _PAPER_DATASETS.get(ds, ds)) for ds in datasets for m, _ in _PAPER_METRICS]
@@ -177,8 +176,7 @@ def paper_table(kind: str, data: Mapping[str, Any], *, run_id: str | None, pins:
         where = {"sweeps": "sweeps.json holds no sweep (params.yaml judge.sweeps)",
                  "probe": "metrics.json holds no probe dataset (params.yaml judge.probe_datasets)"}.get(kind, "no pairwise judge in metrics.json")  # fmt: skip
         raise BadInputError(f"export table {kind}: nothing to tabulate: {where}")
-    datasets = sorted({ds for ds in data if kind != "paper" or any(c.key.startswith(f"{ds}\t") for c in cols)}
-                      & ({r.group for r in rows} if kind != "paper" else set(data)))
+    datasets = sorted({c.key.split("\t")[0] for c in cols} if kind == "paper" else {r.group for r in rows})
     what, method = _WHAT[kind]
     caption = (f"{what}{f', with {method} [low, high]' if intervals else ''}; run {run_id or 'not recorded'}; "
                f"datasets: {', '.join(_pin(ds, pins) for ds in datasets)}.")

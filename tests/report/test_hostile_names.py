@@ -40,6 +40,7 @@ def test_md_text_shows_every_hostile_name_as_written_on_one_line():
     assert md_text("a|b") == "a\\|b" and md_text("a\nb") == "a b" and md_text("back\\slash") == "back\\\\slash"
     assert md_text("R&D") == "R&amp;D" and md_text("100%") == "100%" and md_text("#1") == "\\#1"
     assert md_text("idea_0_text") == "idea_0_text" and md_text("snake_") == "snake\\_"
+    assert md_text("[x](http://e.example)") == "[x\\](http://e.example)" and md_text("0.5 [0.4, 0.6]") == "0.5 [0.4, 0.6]"
     check_markdown(md_table(["judge", "value"], [[n, "0.5"] for n in HOSTILE]))
 
 

@@ -220,5 +220,8 @@ def test_export_table_latex_is_a_well_formed_tabular_whose_values_match_metrics_
     assert code == 2 and "metrics.json holds no probe dataset" in err
     code, _, err = run_main("export", "table", "metrics", "--format", "docx")
     assert code == 2 and "latex, csv, markdown" in err
+    code, text, err = run_main("export", "table", "paper", "--format", "csv")  # judges × datasets, strict and soft
+    assert code == 0 and text.splitlines()[0] == ("judge,Human-Only strict_accuracy,Human-Only soft_accuracy,"
+                                                  "Human+Generated strict_accuracy,Human+Generated soft_accuracy"), err
     code, _, err = run_main("export", "table", "sweeps", "--columns", "n_items,delta_strict_acuracy")
     assert code == 2 and "unknown column(s) delta_strict_acuracy" in err and "delta_strict_accuracy" in err
