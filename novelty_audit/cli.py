@@ -311,7 +311,7 @@ def export(
     out_path: Annotated[Optional[Path], typer.Option("--out", help="file to write (default: <judge|gold>[-<dataset>].<format>)")] = None,
     columns: Annotated[Optional[str], typer.Option("--columns", help="table only: fields to show, comma-separated, or `all` "
                                                                       "(default: a short set; an unknown name lists the available ones)")] = None,
-    intervals: Annotated[bool, typer.Option("--intervals", help="table only: show each value's interval [low, high]")] = False,
+    intervals: Annotated[bool, typer.Option("--intervals", help="table only: show each value's interval (low and high bound)")] = False,
     fit: Annotated[str, typer.Option("--fit", help="table, LaTeX only: textwidth (one-column article) | resize (\\resizebox "
                                                     "to \\textwidth) | wide (table* over two columns)")] = "textwidth",
     from_run: Annotated[Optional[str], typer.Option("--from-run", help="adjudications: the audited runs, as `audit --from`")] = None,
@@ -406,11 +406,6 @@ def adjudicate(
     who: Annotated[str, typer.Option("--who", help="who decided")] = "",
     reason: Annotated[str, typer.Option("--reason", help="why")] = "",
     group: Annotated[Optional[str], typer.Option("--group", help="decide every change of this group (instead of DATASET JUDGE PAIR)")] = None,
-    columns: Annotated[Optional[str], typer.Option("--columns", help="table only: fields to show, comma-separated, or `all` "
-                                                                      "(default: a short set; an unknown name lists the available ones)")] = None,
-    intervals: Annotated[bool, typer.Option("--intervals", help="table only: show each value's interval [low, high]")] = False,
-    fit: Annotated[str, typer.Option("--fit", help="table, LaTeX only: textwidth (one-column article) | resize (\\resizebox "
-                                                    "to \\textwidth) | wide (table* over two columns)")] = "textwidth",
     from_run: Annotated[Optional[str], typer.Option("--from-run", help="audited runs, as `audit --from`")] = None,
     to_run: Annotated[Optional[str], typer.Option("--to-run", help="audited runs, as `audit --to`")] = None,
     since: Annotated[Optional[str], typer.Option("--since", help="audited runs, as `audit --since`")] = None,

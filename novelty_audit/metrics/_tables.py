@@ -132,6 +132,8 @@ def _choose(kind: str, available: list[str], columns: Sequence[str] | None) -> l
         return [c for c in _DEFAULTS[kind] if c in available]
     if list(columns) == ["all"]:
         return available
+    if not columns:
+        raise BadInputError(f"export table {kind} --columns: no column named", hint=f"available: {', '.join(available)} (or `all`)")
     unknown = [c for c in columns if c not in available]
     if unknown:
         raise BadInputError(f"export table {kind} --columns: unknown column(s) {', '.join(unknown)}",
