@@ -115,7 +115,8 @@ def _records(kind: str, data: Mapping[str, Any]) -> list[tuple[str, str, Mapping
     if kind == "sweeps":
         for ds, sweeps in sorted(data.items()):
             for _, variants in sorted(sweeps.items()):
-                out += [(ds, vid, m) for vid, m in sorted(variants.items()) if vid != "_sweep"]
+                # `_sweep` (and any `_`-key) holds the sweep's own figures, not a variant
+                out += [(ds, vid, m) for vid, m in sorted(variants.items()) if not vid.startswith("_") and isinstance(m, Mapping)]
         return out
     for ds, judges in sorted(data.items()):
         if ds.endswith(PROBE_SUFFIX) != (kind == "probe"):
