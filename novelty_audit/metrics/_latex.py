@@ -11,7 +11,9 @@ from dataclasses import dataclass
 __all__ = ["LatexRow", "latex_escape", "latex_table", "short_head"]
 
 LABEL_CHARS = 16
-"""A row label longer than this is shown by a short label (V1, V2, …) and named in full in the legend."""
+"""A row label longer than this is shown by a short label (V1, V2, …) and named in full in the legend; a table of
+`FEW_COLUMNS` value columns or fewer (the paper layout) has room for `LABEL_CHARS_FEW`."""
+FEW_COLUMNS, LABEL_CHARS_FEW = 5, 24
 
 _SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
              "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--", "Δ": r"$\Delta$", "†": r"$^\dagger$",
@@ -85,14 +87,14 @@ class LatexRow:
     """Marked † (the legend says what that means)."""
 
 
-def _labels(rows: Sequence[LatexRow], prefix: str) -> tuple[dict[str, str], list[str]]:
-    """Row label → what the table shows; the legend entries of the shortened ones."""
+def _labels(rows: Sequence[LatexRow], prefix: str, width: int) -> tuple[dict[str, str], list[str]]:
+    """Row label → what the table shows (up to `width` characters); the legend entries of the shortened ones."""
     shown, legend = {}, []
     for r in rows:
         if r.label in shown:
             continue
         text = r.short or r.label
-        if len(text) <= LABEL_CHARS:
+        if len(text) <= width:
             shown[r.label] = latex_escape(text)
         else:
             short = f"{prefix}{len(legend) + 1}"
@@ -108,7 +110,7 @@ def latex_table(*, label_head: str, heads: Sequence[str], rows: Sequence[LatexRo
     columns, e.g. a dataset over strict and soft), `notes` (legend lines, plain text), `fit` (`textwidth`: small
     type and narrow gaps; `resize`: scaled to `\\textwidth` with graphicx; `wide`: `table*` over two columns)."""
     n = len(heads)
-    shown, label_legend = _labels(rows, label_prefix)
+    shown, label_legend = _labels(rows, label_prefix, LABEL_CHARS_FEW if n <= FEW_COLUMNS else LABEL_CHARS)
     titles = [short_head(h) for h in heads]
     out = ["% \\usepackage{booktabs}" + ("  % and \\usepackage{graphicx} for \\resizebox" if fit == "resize" else ""),
            rf"\begin{{{'table*' if fit == 'wide' else 'table'}}}", r"\centering", r"\footnotesize", r"\setlength{\tabcolsep}{3pt}",

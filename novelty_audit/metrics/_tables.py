@@ -243,7 +243,9 @@ def fmt_value(d: Mapping[str, Any], name: str, interval: bool, *, percent: bool 
     kind = _kind_of(name)
     text = _num(float(v), kind, percent)
     if interval and lo is not None and hi is not None:
-        text += f" [{_num(float(lo), kind, percent)}, {_num(float(hi), kind, percent)}]"
+        low, high = _num(float(lo), kind, percent), _num(float(hi), kind, percent)
+        if low != high:  # an interval of zero width at the shown precision (every resample agreed): the bare value
+            text += f" [{low}, {high}]"
     return text
 
 

@@ -161,6 +161,11 @@ def numbers(cell: str) -> list[float]:
     return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", cell)]
 
 
+def in_percent(value: float, low: float, high: float) -> list[float]:
+    """What a LaTeX cell shows: percent to one decimal, the interval unless it has zero width at that precision."""
+    return [100 * value] if f"{100 * low:.1f}" == f"{100 * high:.1f}" else [100 * value, 100 * low, 100 * high]
+
+
 def csv_rows(text: str) -> list[dict[str, str]]:
     import csv
     import io
@@ -192,7 +197,7 @@ def test_export_table_latex_is_a_well_formed_tabular_whose_values_match_metrics_
         assert float(rec["strict_accuracy"]) == m["strict_accuracy"] and float(rec["strict_accuracy_low"]) == m["strict_accuracy_ci_low"]
         assert r[0] == rec["judge"] or (len(rec["judge"]) > 16 and f"{r[0]}: " in tex)  # a long id: short label + legend
         assert numbers(r[1]) == [m["n_pairs"]]
-        want = [100 * m["strict_accuracy"], 100 * m["strict_accuracy_ci_low"], 100 * m["strict_accuracy_ci_high"]]
+        want = in_percent(m["strict_accuracy"], m["strict_accuracy_ci_low"], m["strict_accuracy_ci_high"])
         assert numbers(r[2]) == pytest.approx(want, abs=0.05)  # percent, one decimal
     sweeps = json.loads((project / "reports/sweeps.json").read_text())
     code, tex, err = run_main("export", "table", "sweeps", "--format", "latex", "--intervals", "--columns", "n_items,disagreement_rate")
@@ -207,7 +212,7 @@ def test_export_table_latex_is_a_well_formed_tabular_whose_values_match_metrics_
         assert r[0] == short or (len(short) > 16 and f"{r[0]}: " in tex and short.replace("_", r"\_") in tex.replace(r"\allowbreak{}", ""))
         m = sweeps[rec["dataset"]]["prompts"][rec["variant"]]
         assert float(rec["disagreement_rate"]) == m["disagreement_rate"]
-        want = [100 * m["disagreement_rate"], 100 * m["disagreement_rate_ci_low"], 100 * m["disagreement_rate_ci_high"]]
+        want = in_percent(m["disagreement_rate"], m["disagreement_rate_ci_low"], m["disagreement_rate_ci_high"])
         assert numbers(r[2]) == pytest.approx(want, abs=0.05)
     code, md, _ = run_main("export", "table", "sweeps", "--format", "markdown")
     assert code == 0 and sum(line.startswith("| ") for line in md.splitlines()) == len(body) + 1  # header + rows

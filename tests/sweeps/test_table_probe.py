@@ -9,7 +9,7 @@ import json
 
 import pytest
 import yaml
-from test_sweep_run import check_latex_tabular, numbers
+from test_sweep_run import check_latex_tabular, in_percent, numbers
 
 from novelty_audit.pipeline import run_stage
 
@@ -47,7 +47,7 @@ def test_export_table_probe_is_a_well_formed_tabular_whose_values_and_wilson_int
             if name not in m:
                 assert cells[name] == "--"  # undefined (no eligible probe of that family): the table's missing mark
                 continue
-            want = [100 * m[name], 100 * m[f"{name}_wilson_low"], 100 * m[f"{name}_wilson_high"]]
+            want = in_percent(m[name], m[f"{name}_wilson_low"], m[f"{name}_wilson_high"])
             assert numbers(cells[name]) == pytest.approx(want, abs=0.05), (r[0], name)  # percent, one decimal
     pin = yaml.safe_load((probed / "params.yaml").read_text())["pin"]["datasets"]["human-only"]["sha256"]
     assert f"{PROBE} (from human-only {pin[:12]})" in tex and "Wilson intervals" in tex  # the caption names the split's pin
