@@ -8,7 +8,8 @@ definitions.json, sweeps.json}.
 `metrics:` in dvc.yaml with cache: false) so `dvc metrics show/diff` read it. The path comes from
 params because `run`'s signature is shared by every stage; the copy is byte-identical to the
 manifested artifact and is rewritten on reuse too, so it always matches the current outputs.
-`sweeps.json` (each `judge.sweeps` variant against its base; `{}` without sweeps, so the DVC metrics file always
+`sweeps.json` (each `judge.sweeps` variant against its base, a dataset variant on the split its split is a variant
+of: `pin.datasets.<split>.variant_of`, in this stage's identity; `{}` without sweeps, so the DVC metrics file always
 exists) is published the same way next to it (reports/sweeps.json).
 """
 
@@ -73,6 +74,8 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
                                     hint="run the probe stage (novelty-audit stage probe) with the same params as the judge stage")
     novbench_files = novbench_inputs(judge_dir, pin_dir)  # reviews.parquet + the pinned references it is scored against
     variants = params.judge.sweep_variants()  # generated judge id → sweep, base, knobs (empty without sweeps)
+    # A `dataset` variant's split → the split its base is compared on, and whether item by item (pin variant_of).
+    compared_with = {ds: params.pin.compared_with(ds) for ds in sorted({v.knobs["dataset"] for v in variants.values() if "dataset" in v.knobs})}
     lm, lm_reason = resolve_fluency(params.store.root, params.metrics.novbench_clarity_lm) if novbench_files else (None, "no NovBench reviews")
 
     def compute(tmp: Path) -> StageResult:
@@ -96,7 +99,8 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
             write_json(tmp / "novbench.json", nb.details)
             write_table(tmp / "novbench_papers.parquet", nb.papers)
         write_json(tmp / "definitions.json", tables.definitions)
-        write_json(tmp / "sweeps.json", sweeps_json(clean, variants, params.metrics) if variants else {})
+        sweeps = sweeps_json(clean, variants, params.metrics, pointwise=maybe("pointwise.parquet"), compared_with=compared_with) if variants else {}
+        write_json(tmp / "sweeps.json", sweeps)
         for name, df in (
             ("metrics", tables.metrics),
             ("pairs", tables.pairs),
@@ -124,7 +128,8 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         "metrics",
         code_root="stages.metrics",
         params={**section_payload(params, "metrics"), **({"novbench_clarity_lm": lm.name if lm else lm_reason} if novbench_files else {}),
-                **({"sweeps": {vid: v.model_dump(mode="json") for vid, v in sorted(variants.items())}} if variants else {})},
+                **({"sweeps": {vid: v.model_dump(mode="json") for vid, v in sorted(variants.items())}} if variants else {}),
+                **({"sweep_compared_with": {ds: list(c) for ds, c in compared_with.items()}} if compared_with else {})},
         inputs=[StageInput(p, key=k) for p, k in zip(files, _keys(files))] + [StageInput(p, key=_NOVBENCH_KEYS.get(p.name)) for p in novbench_files]
         + [StageInput(p, key=["pair_id"]) for p in probe_files],
         out_dir=out_dir,
