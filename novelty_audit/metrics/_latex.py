@@ -44,9 +44,9 @@ def _breakable(text: str) -> str:
 
 
 def short_head(name: str) -> str:
-    """A column head for a field name: words shortened (`delta_strict_accuracy` → `Δ strict acc.`); a nested field
-    keeps its last part."""
-    text = " " + name.rsplit(".", 1)[-1].replace("_", " ") + " "
+    """A column head for a field name: words shortened (`delta_strict_accuracy` → `Δ strict acc.`, a nested
+    `compared_on.base` → `compared on base`)."""
+    text = " " + name.replace(".", " ").replace("_", " ") + " "
     for long, short in _HEAD_WORDS:
         text = text.replace(long, short)
     return " ".join(text.split()).removeprefix("n ")
