@@ -152,12 +152,12 @@ def spread_chart(rows: list[dict[str, Any]]) -> Any:
 
 def forest_chart(rows: list[dict[str, Any]]) -> Any:
     """rows (one dataset and sweep, display order): label, delta, ci_low, ci_high — each variant's strict accuracy
-    minus its base's, with its paired interval; a rule marks no change."""
+    minus its base's, with its interval (paired or unpaired bootstrap, as sweeps.json gives it); a rule marks no change."""
     alt = _alt()
     order = [r["label"] for r in rows]
     reach = 1.05 * max([0.05, *(abs(float(r[k])) for r in rows for k in ("delta", "ci_low", "ci_high"))])
     scale = alt.Scale(domain=[-reach, reach], nice=False)
-    title = "strict accuracy − base's (95% paired interval)"
+    title = "strict accuracy − base's (95% bootstrap interval)"
     y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
     base = alt.Chart(alt.Data(values=rows))
     zero = alt.Chart(alt.Data(values=[{"x": 0.0}])).mark_rule(color="#7a7a7a", strokeDash=[4, 3]).encode(x=alt.X("x:Q", scale=scale, title=title))
