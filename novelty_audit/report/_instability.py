@@ -82,7 +82,8 @@ def _usd(d: Mapping[str, Any], m: str) -> str:
 
 
 def _pair(d: Mapping[str, Any], a: str, b: str, fmt: Callable[[Mapping[str, Any], str], str]) -> str:
-    return f"{fmt(d, a)} / {fmt(d, b)}"
+    """"variant / base"; "—" when neither applies to the row (a variant compared on no item)."""
+    return "—" if a not in d and b not in d else f"{fmt(d, a)} / {fmt(d, b)}"
 
 
 def _count(d: Mapping[str, Any], m: str) -> str:
@@ -132,7 +133,7 @@ def _heatmap_rows(summary: Mapping[str, Any], bases: set[str]) -> tuple[list[dic
     return rows, sorted(matrix, key=lambda j: (j not in bases, j))  # the bases first
 
 
-def _tables(ds: str, slug: str, variants: list[tuple[str, Mapping[str, Any]]], metrics: Mapping[str, Any],
+def _tables(ds: str, sweep: str, slug: str, variants: list[tuple[str, Mapping[str, Any]]], metrics: Mapping[str, Any],
             published: list[list[Cell]], cell: _Fmt) -> list[Block]:
     """The pairwise table (each base's own row, then its variants; published rows below) and, when any variant was
     judged pointwise, the pointwise table."""
@@ -151,11 +152,13 @@ def _tables(ds: str, slug: str, variants: list[tuple[str, Mapping[str, Any]]], m
             classes.append("measured")
     table += published
     classes += ["published"] * len(published)
-    blocks: list[Block] = [Table(f"sweep-table-{slug}", _HEADER, table, classes, wide=True, cls="nums")]
+    blocks: list[Block] = [Table(f"sweep-table-{slug}", _HEADER, table, classes, wide=True, cls="nums sweep")]
     point = [(vid, d) for vid, d in variants if d.get("pointwise_n_items")]
     if point:
+        blocks.append(Para(f"Pointwise, {sweep} on {ds}: each idea labelled on its own (POSITIVE, NEGATIVE or none); "
+                           "disagreement is the share of ideas whose two labels differ."))
         blocks.append(Table(f"sweep-pointwise-{slug}", _POINTWISE_HEADER, [_pointwise_row(vid, d, ds, cell) for vid, d in point],
-                            ["measured"] * len(point), wide=True, cls="nums"))
+                            ["measured"] * len(point), wide=True, cls="nums sweep"))
     return blocks
 
 
@@ -165,8 +168,8 @@ def _sweep_blocks(ds: str, sweep: str, rows: Mapping[str, Any], metrics: Mapping
     summary = rows.get("_sweep") or {}
     variants = sorted((k, v) for k, v in rows.items() if k != "_sweep")
     bases = sorted({_base_of(d, ds)[0] for _, d in variants})
-    forest = [{"label": vid + ("" if d.get("paired", True) else " (unpaired)"), "delta": d["delta_strict_accuracy"],
-               "n_items": d.get("n_items"),
+    forest = [{"label": vid, "comparison": "paired" if d.get("paired", True) else "unpaired",
+               "delta": d["delta_strict_accuracy"], "n_items": d.get("n_items"),
                "ci_low": d.get("delta_strict_accuracy_ci_low", d["delta_strict_accuracy"]),
                "ci_high": d.get("delta_strict_accuracy_ci_high", d["delta_strict_accuracy"])}
               for vid, d in variants if d.get("delta_strict_accuracy") is not None]
@@ -176,10 +179,11 @@ def _sweep_blocks(ds: str, sweep: str, rows: Mapping[str, Any], metrics: Mapping
     named = f" (base {bases[0]})" if len(bases) == 1 else f" (bases {', '.join(bases)})"
     blocks: list[Block] = [
         Heading(3, f"sweep-{slug}", f"{sweep} on {ds}" + (named if bases else "")),
-        *_tables(ds, slug, variants, metrics, published, cell),
+        *_tables(ds, sweep, slug, variants, metrics, published, cell),
         figure(f"sweep-forest-{slug}", f"Change in strict accuracy against the base, {sweep} on {ds}", f"sweep_forest_{slug}",
                (lambda r=forest: _charts.forest_chart(r)) if forest else None, "no variant was compared with its base",
-               f"Rows marked (unpaired) in {sweep} on {ds} compare two samples: their interval is unpaired." if unpaired else ""),
+               f"Unpaired rows of {sweep} on {ds} (the legend's \"unpaired\") compare two samples: their interval is unpaired."
+               if unpaired else ""),
         figure(f"sweep-disagreement-{slug}", f"Disagreement between the judges of {sweep} on {ds}",
                f"sweep_disagreement_{slug}", (lambda r=heat, j=judges, v=vmax: _charts.disagreement_chart(r, j, v)) if heat else None,
                f"no two judges of the sweep share an item on {ds}",

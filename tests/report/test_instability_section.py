@@ -78,7 +78,9 @@ WORDING = {W1: _W1, W3: _W3, "_sweep": {"disagreement_matrix": {BASE: {W1: 0.116
 
 SWEEPS = {
     "human-only": {"prompts": PROMPTS},
-    "human-plus-generated": {"prompts": copy.deepcopy(PROMPTS), "wording": WORDING},  # the same figures twice: no sentence may repeat
+    # The same figures on both splits: no sentence may repeat.
+    "human-plus-generated": {"prompts": {k: {**v, **_on("human-plus-generated")} if k != "_sweep" else copy.deepcopy(v)
+                                         for k, v in PROMPTS.items()}, "wording": WORDING},
     PLAN: {"format": {f"format/dataset={PLAN}": _PLAN_ROW, "_sweep": {}}},
     GPT54: {"backbones": {f"backbones/dataset={GPT54}": _GPT54_ROW, "_sweep": {}}},
 }
@@ -156,7 +158,9 @@ def test_an_unpaired_row_says_unpaired_and_shows_no_disagreement_or_mcnemar(swep
     line = next(ln for ln in md.splitlines() if ln.startswith(f"| backbones/dataset={GPT54} "))
     assert "unpaired" in line and line.count("not measured") == 2 and "| 0.000 |" not in line
     forest = _svg(rep, f"sweep-forest-{GPT54}-backbones")
-    assert f"backbones/dataset={GPT54} (unpaired)" in forest and "95% bootstrap interval" in forest
+    assert f"backbones/dataset={GPT54}" in forest and "95% bootstrap interval" in forest
+    assert _legend(forest) == {"unpaired"}  # drawn as unpaired, and the legend lists only what is drawn
+    assert _legend(_svg(rep, "sweep-forest-human-only-prompts")) == {"paired"}
 
 
 def test_the_intro_says_what_holds_for_paired_and_unpaired_rows(swept, tmp_path):
@@ -179,6 +183,7 @@ def test_a_sweep_with_two_bases_groups_each_variant_under_its_own_base(swept):
                         ("gpt-p3 (base)", "its own run on human-plus-generated"), (W3, "gpt-p3 on human-plus-generated, paired")]
     assert rows[2]["strict accuracy"] == "0.409 [0.359, 0.459]"  # gpt-p3's own metrics.json row
     assert rows[3]["Δ strict accuracy"] == "+0.105"
+    assert rows[3]["cost per decision (variant / base)"] == "—"  # sweeps.json gives no cost here: neither side applies
     assert "wording on human-plus-generated (bases gpt-p1, gpt-p3)" in rep.html
     heat = _svg(rep, "sweep-disagreement-human-plus-generated-wording")
     assert all(j in heat for j in (BASE, "gpt-p3", W1, W3))
@@ -193,6 +198,7 @@ def test_variants_judged_pointwise_get_a_pointwise_table(swept):
     assert v1["macro-F1"] == "0.612" and v1["Δ macro-F1"] == "-0.038 [-0.071, -0.005]"
     assert v1["disagreement with base"] == "0.114" and v1["cost per decision (variant / base)"] == "unknown / unknown"
     assert f"sweep-pointwise-{GPT54}-backbones" not in page.tables
+    assert "sweep-pointwise-human-plus-generated-prompts" in page.tables  # said once per sweep and dataset
 
 
 def test_two_sweeps_with_the_same_figures_say_no_sentence_twice(swept):
@@ -210,6 +216,11 @@ def test_the_datasets_published_rows_follow_the_measured_ones_labelled_published
     assert [r["judge"] for r in pub] == ["claude-opus-4-6, prompt reference (published)"]  # human-only's only published row
     assert pub[0]["compared with"] == "—" and pub[0]["strict accuracy"] == "0.825" and list(pub[0].values())[-1] == "published, not rerun: Sternlicht et al. 2026"
     assert classes.index("published") > max(i for i, c in enumerate(classes) if c == "measured")
+
+
+def _legend(svg: str) -> set[str]:
+    legend = re.findall(r'<g class="mark-text role-legend-label".*?</g>', svg, re.S)
+    return set(re.findall(r">([a-z]+)</text>", " ".join(legend)))
 
 
 def _svg(rep, fid: str) -> str:
