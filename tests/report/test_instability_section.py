@@ -268,3 +268,41 @@ def test_the_section_renders_in_chromium_every_chart_decodes_and_no_sweep_table_
         cells = browser.execute_script("return Array.from(document.getElementById(arguments[0]).querySelectorAll('td'))"
                                        ".map(td => td.innerText);", f"sweep-table-{GPT54}-backbones")
         assert "not measured" in cells
+
+
+def test_the_section_reads_what_the_metrics_stage_writes_plan_split_unpaired_split_and_two_bases(tmp_path):
+    import polars as pl
+
+    from novelty_audit.config import MetricsParams, SweepVariant
+    from novelty_audit.metrics import sweeps_json
+
+    def judged(ds: str, judge: str, verdicts: str, low: str = "b") -> list[dict]:
+        """One row per pair p0, p1, …: 'a' (the gold idea), 'b' (the low side) or 't' (a tie)."""
+        out = []
+        for i, v in enumerate(verdicts):
+            idea = {"a": f"a{i}", "b": f"{low}{i}", "t": "tie"}[v]
+            out.append({"dataset": ds, "judge": judge, "pair_id": f"{low}p{i}", "idea_0": f"a{i}", "idea_1": f"{low}{i}",
+                        "gold_idea_id": f"a{i}", "verdict": idea, "verdict_forward": idea, "verdict_reverse": idea})
+        return out
+
+    rows = (judged("human-only", BASE, "aaaaaabb") + judged(PLAN, f"format/dataset={PLAN}", "aabbaabb")
+            + judged("human-plus-generated", BASE, "aaaaaaab") + judged("human-plus-generated", "gpt-p3", "abababab")
+            + judged("human-plus-generated", W1, "aaaaaatb") + judged("human-plus-generated", W3, "aaabbaab")
+            + judged(GPT54, f"backbones/dataset={GPT54}", "aaaabbb", low="g"))  # other low sides: other pair ids
+    variants = {f"format/dataset={PLAN}": SweepVariant(sweep="format", base=BASE, knobs={"dataset": PLAN}),
+                f"backbones/dataset={GPT54}": SweepVariant(sweep="backbones", base=BASE, knobs={"dataset": GPT54}),
+                W1: SweepVariant(sweep="wording", base=BASE, knobs={"prompt": "p4"}),
+                W3: SweepVariant(sweep="wording", base="gpt-p3", knobs={"prompt": "p4"})}
+    written = sweeps_json(pl.DataFrame(rows), variants, MetricsParams(bootstrap_resamples=50),
+                          compared_with={PLAN: ("human-only", True), GPT54: ("human-plus-generated", False)})
+    rep, page = _build(tmp_path, written)
+    plan = _body(page, f"sweep-table-{PLAN}-format")
+    assert plan[0]["compared with"] == "its own run on human-only"
+    assert plan[1]["compared with"] == f"{BASE} on human-only, paired" and plan[1]["items (variant / base)"] == "8 / 8"
+    assert plan[1]["disagreement with base"].startswith("0.250") and plan[1]["cost per decision (variant / base)"] == "unknown / unknown"
+    regen = _body(page, f"sweep-table-{GPT54}-backbones")[1]
+    assert regen["compared with"] == f"{BASE} on human-plus-generated, unpaired" and regen["items (variant / base)"] == "7 / 8"
+    assert regen["McNemar p (Holm)"] == regen["disagreement with base"] == "not measured"
+    wording = _body(page, "sweep-table-human-plus-generated-wording")
+    assert [r["judge"] for r in wording][:4] == [f"{BASE} (base)", W1, "gpt-p3 (base)", W3]
+    assert wording[3]["Δ strict accuracy"].startswith("+0.125")  # 5/8 against gpt-p3's own 4/8
