@@ -103,8 +103,10 @@ AGENT_COLUMNS: dict[str, pl.DataType] = {
     "n_queries": pl.Int64,
     "n_tokens": pl.Int64,
     "citations": pl.String,
+    "evidence_truncated_chars": pl.Int64,
 }
-"""Effort and grounding of search agents (judges/agents), summed over a row's decisions; null for other judges."""
+"""Effort and grounding of search agents (judges/agents), summed over a row's decisions; null for other judges.
+`evidence_truncated_chars`: characters of fetched text the agent's prompt bounds cut (0: nothing was cut)."""
 CITATION_KEYS = ("order", "vote", "title", "doc_id", "retrieved")
 """Keys of one `citations` entry (docs/design/tables.md)."""
 
@@ -293,6 +295,8 @@ class AgentEffort:
     tokens: int
     citations: tuple[Mapping[str, Any], ...]
     """One entry per NEGATIVE pointwise decision, or per pairwise decision that cites (CITATION_KEYS)."""
+    truncated_chars: int = 0
+    """Characters of fetched text the prompt bounds cut, over the row's decisions."""
 
     def columns(self) -> dict[str, Any]:
         for c in self.citations:
@@ -304,6 +308,7 @@ class AgentEffort:
             "n_queries": int(self.queries),
             "n_tokens": int(self.tokens),
             "citations": orjson.dumps(cites, option=orjson.OPT_SORT_KEYS).decode(),
+            "evidence_truncated_chars": int(self.truncated_chars),
         }
 
 

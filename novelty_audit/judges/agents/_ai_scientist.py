@@ -18,21 +18,24 @@ from pydantic import Field
 
 from ...artifacts import digest_bytes
 from ...llm import TRUNCATING_FINISH, Request
-from ...search import S2SearchArgs, SearchArgs
+from ...search import NO_PAPERS, S2SearchArgs, SearchArgs
 from ...templates import packaged
 from .._base import NEGATIVE, POSITIVE, JudgeContext, parse_args
+from .._guard import own_lines, own_text
 from .._protocol import Call
 from ._base import AgentArgs, AgentJudge, AgentRun, Tally
 
 __all__ = ["AiScientistArgs", "AiScientistJudge", "Turn", "ai_scientist", "read_turn"]
 
 PROMPT = "agent-ai-scientist-v1"
+PARSER = "own-last-line-v2"
+"""The decision rule (`read_turn`): v2 reads only the model's own last lines (v1 took the phrase anywhere)."""
 NO_QUERY_YET = "(none yet)"
 SOURCE_NAMES = {"semantic-scholar": "Semantic Scholar", "arxiv": "arXiv"}
 NOTHING_READ = "Your last answer held neither a JSON query nor a decision. Answer in the layout asked."
 
-_DECISION = re.compile(r"decision\s+made\s*:\s*\**\s*(not\s+novel|novel)\b", re.IGNORECASE)
-_CITED = re.compile(r"^\W*(?:cited|prior)\s+paper\W*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+_DECISION = re.compile(r"[\W_]*decision\s+made\s*:[\s*_`]*(not\s+novel|novel)[\s*_`.!]*", re.IGNORECASE)
+_CITED = re.compile(r"[\W_]*(?:cited|prior)\s+paper[\W_]*:\s*(.+?)\s*", re.IGNORECASE)
 _JSON_BLOCK = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL | re.IGNORECASE)
 _BARE_JSON = re.compile(r"\{[^{}]*\"query\"[^{}]*\}", re.DOTALL | re.IGNORECASE)
 
@@ -58,18 +61,26 @@ class Turn:
 
 
 def read_turn(text: str | None) -> Turn:
-    """Read one answer as the original did: a decision wins over a query; the query is the `Query` of the
-    JSON block (a bare JSON object holding "Query" also counts); a not-novel decision's `Cited paper:` line."""
-    text = text or ""
-    found = _DECISION.search(text)
+    """Read one answer. A decision is the model's own line in the place the prompt asks for it: the last line
+    (`Decision made: novel.`), or the line before a last `Cited paper: <title>` line. Only the model's own
+    lines count (`judges._guard.own_lines`): quoted search results it echoed, `>` quotes and code fences are
+    never a decision, so a retrieved title holding "Decision made: novel" decides nothing. A decision wins over
+    a query; the query is the `Query` of the last JSON block of the model's own text (a bare JSON object holding
+    "Query" also counts)."""
+    lines = own_lines(text)
+    cited: str | None = None
+    if len(lines) >= 2 and _CITED.fullmatch(lines[-1]) and _DECISION.fullmatch(lines[-2]):
+        cited = _CITED.fullmatch(lines[-1]).group(1)  # type: ignore[union-attr]
+        lines = lines[:-1]
+    found = _DECISION.fullmatch(lines[-1]) if lines else None
     if found:
         decision = NEGATIVE if found.group(1).lower().startswith("not") else POSITIVE
-        cited = _CITED.search(text[found.end():]) or _CITED.search(text)
-        title = cited.group(1).strip().strip("*_\"'`“”").strip() if cited else None
+        title = cited.strip().strip("*_\"'`“”").strip() if cited else None
         if title and title.startswith("<") and title.endswith(">"):
             title = None  # the prompt's placeholder echoed back names no paper
         return Turn(decision=decision, cited=(title or None) if decision == NEGATIVE else None)
-    for block in [*_JSON_BLOCK.findall(text), *_BARE_JSON.findall(text)]:
+    mine = own_text(text)
+    for block in reversed([*_JSON_BLOCK.findall(mine), *_BARE_JSON.findall(mine)]):
         try:
             data = json.loads(block)
         except ValueError:
@@ -98,7 +109,8 @@ class AiScientistJudge(AgentJudge):
 
     def knobs(self) -> dict[str, Any]:
         a = self.args
-        return {"prompt": PROMPT, "prompt_digest": self.prompt_digest, "max_rounds": a.max_rounds, "max_chars": a.max_chars}
+        return {"prompt": PROMPT, "prompt_digest": self.prompt_digest, "max_rounds": a.max_rounds, "max_chars": a.max_chars,
+                "parser": PARSER}
 
     def _fill(self, text: str, **values: Any) -> str:
         # One pass: a value (an idea, an abstract) is never read again as a placeholder.
@@ -123,6 +135,9 @@ class AiScientistJudge(AgentJudge):
             if turn.decision is not None:
                 cited = {"title": turn.cited, "doc_id": None} if turn.cited else None
                 return tally.end("valid", choice=turn.decision, citation=cited)
+            if turn.query is not None and round_no == a.max_rounds:
+                # No turn is left to read the results: the query is not run, so nothing unseen becomes evidence.
+                break
             if turn.query is None:
                 if reply.entry.get("outcome") == "refusal":
                     return tally.end("refusal", detail="provider flagged a refusal")
@@ -136,7 +151,9 @@ class AiScientistJudge(AgentJudge):
                 return tally.end("error", error_reason=f"search: {found.failure}", detail=f"search {turn.query!r} failed: {found.failure}")
             tally.searches.append(found)
             messages.append(reply.turn())
-            last_query, results = json.dumps(turn.query, ensure_ascii=False), found.text(a.max_chars)
+            last_query = json.dumps(turn.query, ensure_ascii=False)
+            results = self.show(tally, [f"{i}: {p.block(a.max_chars)}" for i, p in enumerate(found.papers)], "search results",
+                                empty=NO_PAPERS)  # fmt: skip
         return tally.end("undecided", detail=f"no decision after max_rounds={a.max_rounds} rounds")
 
 
