@@ -65,6 +65,8 @@ __all__ = [
     "NONE",
     "OUTCOMES",
     "PAIRWISE_SCHEMA",
+    "PLANTED_SCHEMA",
+    "PLANTED_TABLE",
     "POINTWISE_SCHEMA",
     "POSITIVE",
     "TIE",
@@ -76,6 +78,7 @@ __all__ = [
     "JudgeContext",
     "JudgeOutput",
     "PairItem",
+    "Planted",
     "PointItem",
     "ScoreJudge",
     "evidence_digest",
@@ -174,6 +177,28 @@ JUDGES_SCHEMA: dict[str, pl.DataType] = {
 # -- inputs ------------------------------------------------------------------------------------------
 
 
+PLANTED_TABLE = "planted.parquet"
+"""A probe dataset's planted documents (the probe stage writes it; `judges.load_items` attaches them to ideas)."""
+PLANTED_SCHEMA: dict[str, pl.DataType] = {
+    "dataset": pl.String,
+    "idea_id": pl.String,
+    "doc_id": pl.String,
+    "title": pl.String,
+    "abstract": pl.String,
+    "template_id": pl.String,
+}
+
+
+@dataclass(frozen=True)
+class Planted:
+    """A document the injection probe plants among what a judge retrieves for an idea (docs/design/probe.md)."""
+
+    doc_id: str
+    """`probe:<template id>`: how the probe metrics find out whether the judge was shown it."""
+    title: str
+    abstract: str
+
+
 @dataclass(frozen=True)
 class Idea:
     """One idea as a judge sees it."""
@@ -183,6 +208,9 @@ class Idea:
     text: str
     text_digest: str
     area: str | None = None
+    planted: tuple[Planted, ...] = ()
+    """Probe datasets only (the probe stage's planted.parquet): documents put first in every search result or
+    retrieved block a judge gets for this idea; empty everywhere else."""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from ..errors import BadInputError, ConfigError
 from ._guard import QUOTE_VERSION, bound_lines, quote
 from .distance import load_corpus, normalize_title
 
-__all__ = ["Retriever", "bounded_lines", "make_retriever", "truncation_fact"]
+__all__ = ["Retriever", "bounded_lines", "make_retriever", "memo_key", "planted_docs", "truncation_fact"]
 
 
 def bounded_lines(docs: list[dict[str, Any]], args: Any) -> list[dict[str, Any]]:
@@ -26,6 +26,22 @@ def bounded_lines(docs: list[dict[str, Any]], args: Any) -> list[dict[str, Any]]
     lines = [f"- {d['title']} ({d['year'] or 'n.d.'}): {d['abstract'] or '(no abstract)'}" for d in docs]
     cut = bound_lines(lines, args.max_doc_chars, args.max_turn_chars // 2)
     return [{**d, "line": b.text, "truncated_chars": b.cut} for d, b in zip(docs, cut, strict=True)]
+
+
+def planted_docs(idea: Any) -> list[dict[str, Any]]:
+    """The documents the injection probe planted for `idea` (probe datasets only), as retrieved docs: shown
+    first, before the k retrieved ones."""
+    return [
+        {"doc_id": d.doc_id, "title": d.title, "year": None, "abstract": d.abstract, "similarity": None, "source": "probe",
+         "digest": digest_bytes(f"{d.title}\n{d.abstract}".encode())}
+        for d in getattr(idea, "planted", ())
+    ]  # fmt: skip
+
+
+def memo_key(idea: Any) -> str:
+    """What decides an idea's block: its title and text (query and own-title filter) and any planted document."""
+    planted = [[d.doc_id, d.title, d.abstract] for d in getattr(idea, "planted", ())]
+    return digest_obj({"title": idea.title, "text": idea.text, **({"planted": planted} if planted else {})})
 
 
 def truncation_fact(doc: dict[str, Any]) -> dict[str, int]:
@@ -70,7 +86,7 @@ class Retriever:
         """The abstracts shown for `idea`: {doc_id, title, year, abstract (as shown), digest, similarity}, nearest first."""
         query = f"{idea.title}. {idea.text}"
         # The title takes part in the query and in the own-title filter: both decide the block.
-        memo = digest_obj({"title": idea.title, "text": idea.text})
+        memo = memo_key(idea)
         if memo in self._docs:
             return self._docs[memo]
         sims = (self._matrix @ self._vec.transform([query]).T).toarray().ravel()
@@ -88,7 +104,7 @@ class Retriever:
             })  # fmt: skip
             if len(shown) == self.args.k:
                 break
-        self._docs[memo] = bounded_lines(shown, self.args)
+        self._docs[memo] = bounded_lines(planted_docs(idea) + shown, self.args)
         return self._docs[memo]
 
     def block(self, idea) -> str:
@@ -112,7 +128,7 @@ class Retriever:
     def evidence_docs(self, ideas: Sequence[Any], slots: Sequence[str]) -> list[dict[str, Any]]:
         return [
             {"slot": slot, "rank": r, "doc_id": d["doc_id"], "digest": d["digest"], "title": d["title"], "year": d["year"],
-             "similarity": d["similarity"], "source": "corpus", **truncation_fact(d)}
+             "similarity": d["similarity"], "source": d.get("source", "corpus"), **truncation_fact(d)}
             for slot, idea in zip(slots, ideas) for r, d in enumerate(self.docs(idea))
         ]  # fmt: skip
 

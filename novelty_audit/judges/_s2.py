@@ -31,7 +31,7 @@ from ..artifacts import digest_bytes, digest_obj
 from ..config import Frozen
 from ..errors import NoveltyAuditError
 from ._guard import QUOTE_VERSION, quote
-from ._retrieval import bounded_lines, truncation_fact
+from ._retrieval import bounded_lines, memo_key, planted_docs, truncation_fact
 from ..search import (
     CutoffDate,
     RateLimiter,
@@ -131,7 +131,7 @@ class S2Retriever:
 
     def docs(self, idea) -> list[dict[str, Any]]:
         """The papers shown for `idea`: {doc_id, title, year, abstract (as shown), digest}, best first."""
-        memo = digest_obj({"title": idea.title, "text": idea.text})
+        memo = memo_key(idea)
         with self._lock:
             if memo in self._docs:
                 return self._docs[memo]
@@ -161,7 +161,7 @@ class S2Retriever:
             })  # fmt: skip
             if len(shown) == self.args.k:
                 break
-        shown = bounded_lines(shown, self.args)
+        shown = bounded_lines(planted_docs(idea) + shown, self.args)
         with self._lock:
             self._docs[memo] = shown
         return shown
@@ -187,7 +187,7 @@ class S2Retriever:
     def evidence_docs(self, ideas: Sequence[Any], slots: Sequence[str]) -> list[dict[str, Any]]:
         return [
             {"slot": slot, "rank": r, "doc_id": d["doc_id"], "digest": d["digest"], "title": d["title"], "year": d["year"],
-             "similarity": None, "source": S2_SOURCE, **truncation_fact(d)}
+             "similarity": None, "source": d.get("source", S2_SOURCE), **truncation_fact(d)}
             for slot, idea in zip(slots, ideas) for r, d in enumerate(self.docs(idea))
         ]  # fmt: skip
 

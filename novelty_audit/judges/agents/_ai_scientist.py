@@ -146,7 +146,7 @@ class AiScientistJudge(AgentJudge):
                 messages.append(reply.turn())
                 results = NOTHING_READ
                 continue
-            found = await self.search.search_async(turn.query, exclude_title=idea.title)
+            found = await self.search.search_async(turn.query, exclude_title=idea.title, plant=self.planted(call.shown))
             if not found.ok:
                 return tally.end("error", error_reason=f"search: {found.failure}", detail=f"search {turn.query!r} failed: {found.failure}")
             tally.searches.append(found)

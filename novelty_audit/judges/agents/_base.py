@@ -35,7 +35,7 @@ from ...llm import (
     Sampling,
     run_coro,
 )
-from ...search import Search, SearchArgs, SearchResult, make_search, same_title
+from ...search import Paper, Search, SearchArgs, SearchResult, make_search, same_title
 from .._base import Idea, JudgeContext, JudgeOutput, PairItem, PointItem, pairwise_row
 from .._guard import QUOTE_VERSION, bound, quote
 from .._llm import ModelArgs
@@ -222,6 +222,15 @@ class AgentJudge(VoteJudge):
         text, cut = show_fetched(blocks, what, max_doc_chars=a.max_doc_chars, max_turn_chars=max_turn_chars or a.max_turn_chars, empty=empty)
         tally.truncated_chars += cut
         return text
+
+    def planted(self, shown: Sequence[Idea]) -> tuple[Paper, ...]:
+        """The papers the injection probe planted for the shown ideas (probe datasets only; else none), as
+        this judge's search source returns papers: each search puts them first."""
+        return tuple(
+            Paper(doc_id=d.doc_id, title=d.title, authors=(), venue=None, year=None, date=None, citations=None,
+                  abstract=d.abstract, url=None, source=self.args.search.source)
+            for idea in shown for d in idea.planted
+        )  # fmt: skip
 
     async def ask_turn(self, tally: Tally, request: Request) -> Reply:
         """Ask one turn of a decision through the call layer (cached, budgeted); an answered turn counts in `tally`."""

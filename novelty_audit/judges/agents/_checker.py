@@ -581,8 +581,10 @@ class IdeaNoveltyChecker(AgentJudge):
                               label=f"{step} {call.item_id}")  # fmt: skip
             return await self.ask_turn(tally, request)
 
+        plant = self.planted(call.shown)
+
         async def find(query: str) -> Any:
-            return await self.search.search_async(query, exclude_title=idea.title)
+            return await self.search.search_async(query, exclude_title=idea.title, plant=plant)
 
         async def embed(texts: list[str]) -> np.ndarray:
             return await asyncio.to_thread(self._encode, texts)

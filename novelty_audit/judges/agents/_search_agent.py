@@ -265,13 +265,13 @@ class SearchAgentJudge(AgentJudge):
             messages.append(reply.turn())
             share = max(1, a.max_turn_chars // len(reply.tool_calls))  # the turn's bound, split over its tool results
             for tool_call in reply.tool_calls:
-                answer, failure = await self._tool(tool_call, run, titles, share)
+                answer, failure = await self._tool(tool_call, run, titles, share, self.planted(call.shown))
                 if failure is not None:
                     return run.end("error", error_reason=f"search: {failure}", detail=f"search {read_query(tool_call)!r} failed: {failure}")
                 messages.append(tool_result(tool_call.id, answer))
         return run.end("undecided", detail=f"no answer after max_rounds={a.max_rounds} turns")
 
-    async def _tool(self, call: ToolCall, run: Tally, titles: tuple[str, ...], max_chars: int) -> tuple[str, str | None]:
+    async def _tool(self, call: ToolCall, run: Tally, titles: tuple[str, ...], max_chars: int, plant: tuple[Any, ...] = ()) -> tuple[str, str | None]:
         """(the tool's answer, a search failure or None) for one tool call."""
         if call.name != self.tool.name:
             return UNKNOWN_TOOL.format(name=call.name), None
@@ -280,7 +280,7 @@ class SearchAgentJudge(AgentJudge):
             return BAD_ARGUMENTS, None
         if self.args.max_queries is not None and len(run.searches) >= self.args.max_queries:
             return NO_MORE_SEARCHES.format(n=self.args.max_queries), None
-        result = await self.search.search_async(query, exclude_title=titles)  # a pair: both ideas' own papers
+        result = await self.search.search_async(query, exclude_title=titles, plant=plant)  # a pair: both ideas' own papers
         if not result.ok:
             return "", result.failure
         run.searches.append(result)
