@@ -56,6 +56,8 @@ class Search:
         cfg: dict[str, Any] = {"source": self.source, "base_url": self.endpoint, "limit": self.args.limit, "cutoff": self.args.cutoff}
         if self.source == "semantic-scholar":
             cfg["fields"] = S2_FIELDS
+            if self.args.cutoff_in_query:  # only when on: configs written before the knob keep their digest
+                cfg["cutoff_in_query"] = True
         return cfg
 
     @property
