@@ -1,4 +1,5 @@
-"""`idea-novelty-checker`: Scideator's Idea Novelty Checker (as Ai2 ran it) on the project's call and search layers.
+"""`idea-novelty-checker`: a comparator REBUILT after Scideator's Idea Novelty Checker (as Ai2 ran it), on the
+project's call and search layers: its own prompts, MiniLM for Specter2, paper search for the snippet search.
 
 One decision (one vote of one idea):
 1. the model proposes keyword phrases and paper titles for the idea (`agent-checker-keywords-v1`);
@@ -618,6 +619,6 @@ class IdeaNoveltyChecker(AgentJudge):
 
 
 def idea_novelty_checker(ctx: JudgeContext, **args: Any) -> Judge:
-    """Scideator's Idea Novelty Checker as Ai2 ran it (pointwise): S2 keyword/title/snippet search, MiniLM
+    """Rebuilt after Scideator's Idea Novelty Checker as Ai2 ran it (pointwise): S2 keyword/title/snippet search, MiniLM
     similarity ranking, RankGPT rerank (`rerank`), top `k` judged with example reviews (`prompt`, `examples`)."""
     return IdeaNoveltyChecker(ctx, parse_args(CheckerArgs, args, ctx))
