@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ...artifacts import digest_obj
 from ...config import Frozen
@@ -33,6 +33,7 @@ from ...llm import (
     Reply,
     Request,
     Sampling,
+    check_anthropic_sampling,
     run_coro,
 )
 from ...search import Paper, Search, SearchArgs, SearchResult, make_search, same_title
@@ -65,6 +66,12 @@ class AgentArgs(ModelArgs):
     max_turn_chars: int = Field(40000, ge=1000)
     """Characters of fetched text one turn adds to a prompt in total (all its papers together, before the
     quoting notice and markers): a 10 MB search answer puts at most this into a turn. Cuts are counted."""
+
+    @model_validator(mode="after")
+    def _provider_honours_sampling(self) -> AgentArgs:
+        if self.provider == "anthropic":
+            check_anthropic_sampling(self.sampling)  # reasoning_effort → extended thinking, within max_tokens
+        return self
 
 
 class Citation(Frozen):
