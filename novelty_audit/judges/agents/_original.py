@@ -3,7 +3,7 @@ original comparator's repository, never from a copy shipped with this project.
 
 `args.original` names the checkout (`path`), the pinned commit, the file holding the prompts and its sha256: the
 file must match its pin (PinMismatchError otherwise) and, when the checkout is a git repository, its HEAD must be
-the pinned commit. The file is parsed, never run (`ast`): the templates are module-level string constants named
+the pinned commit (a `rule_file`, when the decision rule lives elsewhere, is pinned the same way). The file is parsed, never run (`ast`): the templates are module-level string constants named
 by `system` and `user`, and the decision rule is the list of phrases the named function tests with
 `"<phrase>" in <text>.lower()`, in the order it tests them. docs/design/agents.md ("faithful mode").
 """
@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ...artifacts import check_pinned_file, digest_obj
 from ...config import Frozen
@@ -42,6 +42,16 @@ class OriginalFiles(Frozen):
     """Name of the module-level string constant that is the per-round user template."""
     function: str
     """Name of the function whose `"<phrase>" in text.lower()` tests are the decision rule."""
+    rule_file: str | None = None
+    """The file holding `function` when it is not `file` (e.g. a repository keeping prompts and loop apart)."""
+    rule_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    """sha256 of `rule_file` (required with it)."""
+
+    @model_validator(mode="after")
+    def _rule_pin(self) -> OriginalFiles:
+        if (self.rule_file is None) != (self.rule_sha256 is None):
+            raise ValueError("rule_file and rule_sha256 go together: every file read is checked by its sha256")
+        return self
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,8 @@ class Original:
 
 
 def _head(root: Path) -> str | None:
+    if not (root / ".git").exists():  # not a checkout of its own (a copy, or a folder inside another repository)
+        return None
     try:
         got = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
@@ -92,18 +104,27 @@ def _phrases(tree: ast.Module, function: str) -> list[str]:
     return [p for _, _, p in sorted(found)]
 
 
+def _checked(path: Path, sha256: str, field: str, commit: str) -> Path:
+    if not path.is_file():
+        raise ConfigError(f"{field}: {path} does not exist", hint="point original.path at your checkout of the original repository")
+    check_pinned_file(path, sha256, what=f"{field}: {path}", hint=f"check out commit {commit} of the original repository")
+    return path
+
+
 def load_original(o: OriginalFiles, *, judge: str, fields: dict[str, set[str]]) -> Original:
     """Read and check `o` (see the module docstring). `fields`: the `{field}` names each template may use; a
     template using another, a missing constant or no decision phrase is a ConfigError naming the field."""
     where = f"params.yaml judge.judges.{judge}.args.original"
-    root, path = Path(o.path), Path(o.path) / o.file
-    if not path.is_file():
-        raise ConfigError(f"{where}.file: {path} does not exist", hint="point original.path at your checkout of the original repository")
-    check_pinned_file(path, o.sha256, what=f"{where}: {path}", hint=f"check out commit {o.commit} of the original repository")
+    root = Path(o.path)
+    path = _checked(root / o.file, o.sha256, f"{where}.file", o.commit)
     head = _head(root)
     if head is not None and head != o.commit:
         raise ConfigError(f"{where}.commit: the checkout at {root} is at {head}, not {o.commit}", hint=f"git -C {root} checkout {o.commit}")
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    rule_tree = tree
+    if o.rule_file is not None:
+        rule_path = _checked(root / o.rule_file, o.rule_sha256 or "", f"{where}.rule_file", o.commit)
+        rule_tree = ast.parse(rule_path.read_text(encoding="utf-8"), filename=str(rule_path))
     consts = _constants(tree)
     templates: dict[str, str] = {}
     for which in ("system", "user"):
@@ -115,8 +136,8 @@ def load_original(o: OriginalFiles, *, judge: str, fields: dict[str, set[str]]) 
             raise ConfigError(f"{where}.{which}: template {name!r} uses {sorted(used - fields[which])}; the faithful mode fills "
                               f"{sorted(fields[which])}")  # fmt: skip
         templates[which] = consts[name]
-    phrases = _phrases(tree, o.function)
+    phrases = _phrases(rule_tree, o.function)
     if not phrases:
-        raise ConfigError(f"{where}.function: {o.function!r} in {path} tests no phrase with `in text.lower()`")
+        raise ConfigError(f"{where}.function: {o.function!r} in {o.rule_file or o.file} tests no phrase with `in text.lower()`")
     rule = tuple((p.lower(), "NEGATIVE" if " not " in f" {p.lower()} " else "POSITIVE") for p in phrases)
     return Original(templates["system"], templates["user"], rule)

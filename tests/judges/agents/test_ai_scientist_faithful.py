@@ -104,3 +104,30 @@ def test_the_faithful_mode_needs_its_checkout_and_the_rebuilt_mode_takes_none(bu
     with pytest.raises(ConfigError, match="mode: faithful needs `original`"):
         build("ai-scientist", "sci", tasks=("pointwise",), model="m", base_url=mock_llm.base_url, api_key_env=None,
               original=checkout(tmp_path))
+
+
+def test_the_decision_rule_may_live_in_a_second_pinned_file(build, mock_llm, s2, search_for, tmp_path):
+    rule = "def decide(text):\n    return 'verdict: new' in text.lower()\n"
+    original = checkout(tmp_path, STAND_IN.replace("def decide(text):", "def other(text):"))
+    (Path(original["path"]) / "pkg/loop.py").write_text(rule)
+    original |= {"rule_file": "pkg/loop.py", "rule_sha256": hashlib.sha256(rule.encode()).hexdigest()}
+    assert make(build, mock_llm, s2, search_for, original).original.phrases == (("verdict: new", "POSITIVE"),)
+    with pytest.raises(ConfigError, match="rule_file and rule_sha256 go together"):
+        make(build, mock_llm, s2, search_for, {**original, "rule_sha256": None})
+
+
+def test_a_git_checkout_at_another_commit_than_the_pinned_one_is_refused(build, mock_llm, s2, search_for, tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    original = checkout(tmp_path)
+    git = ["git", "-C", original["path"], "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "stand-in"], check=True)
+    with pytest.raises(ConfigError, match=r"original\.commit: the checkout .* is at [0-9a-f]{40}, not 0{40}"):
+        make(build, mock_llm, s2, search_for, original)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    assert make(build, mock_llm, s2, search_for, {**original, "commit": head}).original is not None
