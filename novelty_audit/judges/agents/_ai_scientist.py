@@ -36,14 +36,17 @@ from ._original import Original, OriginalFiles, load_original
 
 __all__ = ["AiScientistArgs", "AiScientistJudge", "Turn", "ai_scientist", "read_turn", "read_turn_original"]
 
-PROMPT = "agent-ai-scientist-v1"
+PROMPT = "agent-ai-scientist-v2"
+"""v2 asks for the decision as the answer's last line (or the line before the `Cited paper:` line), where the
+parser reads it; v1 asked only for "a line of its own"."""
 PARSER = "own-last-line-v2"
+"""The decision rule (`read_turn`): v2 reads only the model's own last lines (v1 took the phrase anywhere)."""
 FAITHFUL_PARSER = "original-phrases-own-lines-v1"
 """The faithful mode's rule (`read_turn_original`): the original's phrases, anywhere in the model's own lines."""
-"""The decision rule (`read_turn`): v2 reads only the model's own last lines (v1 took the phrase anywhere)."""
 NO_QUERY_YET = "(none yet)"
 SOURCE_NAMES = {"semantic-scholar": "Semantic Scholar", "arxiv": "arXiv"}
-NOTHING_READ = "Your last answer held neither a JSON query nor a decision. Answer in the layout asked."
+NOTHING_READ = ("Your last answer held neither a JSON query nor a decision line at its end. Answer in the layout asked: "
+                "a decision is the last line (a not novel one followed only by its Cited paper line).")
 
 _DECISION = re.compile(r"[\W_]*decision\s+made\s*:[\s*_`]*(not\s+novel|novel)[\s*_`.!]*", re.IGNORECASE)
 _CITED = re.compile(r"[\W_]*(?:cited|prior)\s+paper[\W_]*:\s*(.+?)\s*", re.IGNORECASE)

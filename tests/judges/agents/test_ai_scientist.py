@@ -164,7 +164,7 @@ def test_a_pair_is_not_asked_a_pointwise_only_agent_gives_it_a_row_without_calls
 
 def test_the_config_names_the_search_the_prompt_and_the_rounds(build, mock_llm, s2, search_for):
     cfg = make(build, mock_llm, s2, search_for, max_rounds=4).config()
-    assert (cfg["backend"], cfg["max_rounds"], cfg["search"]["source"], cfg["prompt"]) == ("ai-scientist", 4, "semantic-scholar", "agent-ai-scientist-v1")
+    assert (cfg["backend"], cfg["max_rounds"], cfg["search"]["source"], cfg["prompt"]) == ("ai-scientist", 4, "semantic-scholar", "agent-ai-scientist-v2")
     assert "refresh" not in cfg["search"] and len(cfg["prompt_digest"]) == 64
 
 
