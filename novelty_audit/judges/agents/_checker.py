@@ -36,7 +36,7 @@ from ...llm import Reply, Request
 from ...search import S2SearchArgs, SearchArgs
 from ...templates import TemplateSource, packaged
 from .._base import Idea, Judge, JudgeContext, parse_args
-from .._guard import bound, own_lines
+from .._guard import bound, own_lines, own_text
 from .._protocol import Call, CallResult
 from ._base import AgentArgs, AgentJudge, AgentRun, Tally, show_fetched
 
@@ -424,7 +424,7 @@ async def _rerank(check: Check, ask: Ask, prompts: CheckerPrompts, idea_text: st
         passages = check.papers(part, settings, empty="(no papers)")
         messages = prompts.rerank.messages(idea=idea_text, n=str(len(part)), passages=passages, **facets)
         reply = await _turn(check, ask, f"rerank {start + 1}-{end}", messages)
-        order[start:end] = [part[i] for i in parse_ranking(reply.text, len(part))]
+        order[start:end] = [part[i] for i in parse_ranking(own_text(reply.text), len(part))]
     return order
 
 
