@@ -6,6 +6,7 @@ Comparisons between judges, runs or files align verdicts by id (`compare_verdict
 """
 
 from ._compare import KINDS, AlignedVerdicts, Comparison, align_verdicts, compare_aligned, compare_verdicts, mcnemar_exact_p, verdict_map
+from ._candidates import CANDIDATE_DEFINITIONS, CANDIDATE_KINDS, candidate_metrics, candidate_metrics_json
 from ._compute import BY_REASON, MetricsTables, compute_metrics, metrics_json, prompt_groups
 from ._estimates import (
     WILSON_METHOD,
@@ -33,6 +34,10 @@ from ._tables import TABLE_FORMATS, TABLE_KINDS, PaperTable, fmt_value, paper_ta
 from ._views import PairwiseView, PointwiseView, pairwise_view, pointwise_view
 
 __all__ = [
+    "CANDIDATE_DEFINITIONS",
+    "CANDIDATE_KINDS",
+    "candidate_metrics",
+    "candidate_metrics_json",
     "TABLE_FORMATS",
     "TABLE_KINDS",
     "PaperTable",

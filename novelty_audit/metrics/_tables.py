@@ -20,7 +20,7 @@ from ..errors import BadInputError
 
 __all__ = ["TABLE_FORMATS", "TABLE_KINDS", "PaperTable", "fmt_value", "paper_table", "render_table"]
 
-TABLE_KINDS = ("metrics", "sweeps", "probe")
+TABLE_KINDS = ("metrics", "sweeps", "probe", "candidates")
 TABLE_FORMATS = ("latex", "csv", "markdown")
 DIGITS = 3
 MISSING = "–"
@@ -31,7 +31,10 @@ _SWEEP_COLUMNS = (("n_items", False), ("delta_strict_accuracy", True), ("mcnemar
 _PROBE_COLUMNS = (("n_probes", False), ("n_eligible", False), ("n_no_verdict", False), ("attack_success_rate", True),
                   *((f"attack_success_rate_{f}", True) for f in ("instruction", "authority", "claim", "format")),
                   ("length_control_rate", True))  # fmt: skip
-_WHAT = {"metrics": ("Judge metrics", "bootstrap intervals"), "sweeps": ("Sweep variants against their base", "paired bootstrap intervals"),
+_CANDIDATE_COLUMNS = (("n_pairs", False), ("candidate_win_rate", True), ("candidate_win_rate_low", True), ("tie_rate", True),
+                      ("coverage", False))  # fmt: skip
+_WHAT = {"candidates": ("Candidate sets: win rate against human ideas of the same area (D+; floor: D-)", "Wilson intervals"),
+         "metrics": ("Judge metrics", "bootstrap intervals"), "sweeps": ("Sweep variants against their base", "paired bootstrap intervals"),
          "probe": ("Injection probe: attack success per judge", "Wilson intervals")}  # fmt: skip
 
 
@@ -82,8 +85,13 @@ def paper_table(kind: str, data: Mapping[str, Any], *, run_id: str | None, pins:
             if ds.endswith(PROBE_SUFFIX) != (kind == "probe"):
                 continue
             for judge, m in sorted(judges.items()):
-                if has in m:  # pairwise judges (NovBench generators have their own figures); probe: judges that saw probes
+                if has in m and "candidate_win_rate" not in m:  # pairwise judges; candidate sets: `candidates` (NovBench generators have their own figures); probe: judges that saw probes
                     rows.append([ds, judge, *(fmt_value(m, c, ci) for c, ci in columns)])
+    elif kind == "candidates":  # candidates.json: {set: {kind, judges: {judge: figures}}}; the floor sets sit in their set's rows
+        header = ["set", "judge", *(c for c, _ in _CANDIDATE_COLUMNS)]
+        for ds, e in sorted(data.items()):
+            if e.get("kind") in ("candidates", "head-to-head"):
+                rows += [[ds, judge, *(fmt_value(m, c, ci) for c, ci in _CANDIDATE_COLUMNS)] for judge, m in sorted(e["judges"].items())]
     else:
         header = ["dataset", "variant", *(c for c, _ in _SWEEP_COLUMNS)]
         for ds, sweeps in sorted(data.items()):
@@ -92,7 +100,8 @@ def paper_table(kind: str, data: Mapping[str, Any], *, run_id: str | None, pins:
                     rows.append([ds, vid, *(fmt_value(m, c, ci) for c, ci in _SWEEP_COLUMNS)])
     if not rows:
         where = {"metrics": "no pairwise judge in metrics.json", "sweeps": "sweeps.json holds no sweep (params.yaml judge.sweeps)",
-                 "probe": "metrics.json holds no probe dataset (params.yaml judge.probe_datasets)"}[kind]  # fmt: skip
+                 "probe": "metrics.json holds no probe dataset (params.yaml judge.probe_datasets)",
+                 "candidates": "candidates.json holds no judged candidate set (params.yaml pools.candidates, judge.datasets)"}[kind]  # fmt: skip
         raise BadInputError(f"export table {kind}: nothing to tabulate: {where}")
     datasets = sorted({r[0] for r in rows})
     pinned = ", ".join(_pin(ds, pins) for ds in datasets)

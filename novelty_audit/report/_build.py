@@ -14,9 +14,10 @@ from typing import Any, Callable
 import orjson
 
 from ..artifacts import atomic_write_bytes
-from ..config import PROBE_SUFFIX, ReportParams, probe_dataset
+from ..config import CONTROL_BACKENDS, PROBE_SUFFIX, ReportParams, probe_dataset
 from . import _charts
 from ._agents import AGENTS_ID, agent_blocks
+from ._candidates import CANDIDATES_ID, candidate_blocks
 from ._blocks import Block, Figure, Heading, Link, Para, Raw, Section, Span, Table, render_html, render_markdown
 from ._instability import INSTABILITY_ID, instability_blocks
 from ._sources import ReportSources
@@ -26,7 +27,6 @@ __all__ = ["Report", "build_report", "write_report", "DRIFT_FILES", "CONTROL_BAC
 DRIFT_FILES = ("drift.md", "drift.json")
 """The drift watch's history per judge, next to the report and outside it (it depends on the drift ledger)."""
 
-CONTROL_BACKENDS = frozenset({"always-first", "always-second", "random", "abstain"})
 """Backends whose answer ignores the ideas: the reference floor, drawn as a band and kept out of colour scales."""
 
 _SUFFIXES = ("_ci_low", "_ci_high", "_wilson_low", "_wilson_high")
@@ -141,6 +141,8 @@ def _value(d: dict[str, Any], m: str) -> str:
 
 
 def _cell(d: dict[str, Any], m: str) -> str:
+    if m in d and d[m] is None and "cost" in m:
+        return "unknown"  # a cost at a price nobody set (metrics.json null), never shown as free
     if m not in d or d[m] is None:
         return "—"
     iv = _interval(d, m)
@@ -444,7 +446,8 @@ def _cost_rows(sources: ReportSources, datasets: list[str]) -> tuple[list[dict[s
     if sources.verdicts is not None and "cost_usd" in sources.verdicts.columns:
         for r in sources.verdicts.select("dataset", "judge", "cost_usd").iter_rows(named=True):
             k = (r["dataset"], r["judge"])
-            per_verdict[k] = per_verdict.get(k, 0.0) + float(r["cost_usd"] or 0.0)
+            # An unknown cost (a model without a price) makes the judge's total unknown: NaN, never counted as free.
+            per_verdict[k] = per_verdict.get(k, 0.0) + (float("nan") if r["cost_usd"] is None else float(r["cost_usd"]))
     for ds in datasets:
         for judge in sorted(sources.metrics[ds]):
             d = sources.metrics[ds][judge]
@@ -453,7 +456,7 @@ def _cost_rows(sources: ReportSources, datasets: list[str]) -> tuple[list[dict[s
             if cost is None and (ds, judge) in per_verdict:
                 cost, summed = per_verdict[(ds, judge)], True
             # Free judges (controls, distance, local models) have no place on a cost axis.
-            if acc is not None and cost is not None and cost > 0:
+            if acc is not None and cost is not None and cost > 0:  # NaN (unknown) is not > 0: left off the axis
                 rows.append({"dataset": ds, "judge": judge, "cost_usd": round(float(cost), 6), "strict_accuracy": acc})
     note = ("Cost is the sum of `cost_usd` in verdicts.parquet (metrics.json has no cost metric)" if summed
             else "Cost from metrics.json")
@@ -463,9 +466,13 @@ def _cost_rows(sources: ReportSources, datasets: list[str]) -> tuple[list[dict[s
 def _cost_per_pair(sources: ReportSources, ds: str, judge: str) -> str:
     d = sources.metrics[ds][judge]
     cost, n = _cost(d), d.get("n_pairs")
+    if any(k in d and d[k] is None for k in _COST_KEYS):
+        return "unknown"  # metrics.json: null, a price nobody set
     if cost is None and sources.verdicts is not None and "cost_usd" in sources.verdicts.columns:
         v = sources.verdicts.filter((sources.verdicts["dataset"] == ds) & (sources.verdicts["judge"] == judge))
-        cost = float(v["cost_usd"].fill_null(0.0).sum()) if v.height else None
+        if v["cost_usd"].null_count():
+            return "unknown"
+        cost = float(v["cost_usd"].sum()) if v.height else None
     if cost is None or not n:
         return "—"
     return "free" if cost == 0 else f"${cost / float(n):.4f}"
@@ -647,7 +654,7 @@ _NAV = [("overview", "accuracy"), ("published-section", "published"), ("saturati
 def build_report(sources: ReportSources, params: ReportParams) -> Report:
     """Render every section; charts go to plots/ as SVG and are embedded in the HTML as data: URIs."""
     plots: dict[str, bytes] = {}
-    datasets = _core_datasets(sources.metrics)
+    datasets = [d for d in _core_datasets(sources.metrics) if d not in sources.candidates]  # candidate sets: their own section
     judges = _judges(sources, datasets)
     blocks: list[Block] = []
 
@@ -682,6 +689,11 @@ def build_report(sources: ReportSources, params: ReportParams) -> Report:
                           (lambda r=chart_rows, b=band: _charts.accuracy_chart(r, b)) if chart_rows else None,
                           "no judge has a strict accuracy on this dataset")]
     plots["accuracy.csv"] = _csv(acc_csv, ["dataset", "judge", "label", "strict_accuracy", "ci_low", "ci_high"])
+
+    controls = {n for n, b in (sources.judges.select("judge", "backend").rows() if sources.judges is not None else [])
+                if b in CONTROL_BACKENDS}
+    ideas = candidate_blocks(sources.candidates, controls, figure)  # "Your ideas": candidate sets (pools.candidates)
+    blocks += ideas
 
     pub = _published_table(sources)
     blocks += [Heading(2, "published-section", "Published reference results")]
@@ -804,6 +816,8 @@ def build_report(sources: ReportSources, params: ReportParams) -> Report:
     if sweep_blocks:  # after prompt sensitivity, as in the page
         at = nav.index(("prompts", "prompt sensitivity")) + 1
         nav = [*nav[:at], (INSTABILITY_ID, "instability"), *nav[at:]]
+    if ideas:
+        nav = [nav[0], (CANDIDATES_ID, "your ideas"), *nav[1:]]
     if agents:
         at = nav.index(("cost-section", "cost")) + 1
         nav = [*nav[:at], (AGENTS_ID, "search agents"), *nav[at:]]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["accuracy_chart", "order_flip_chart", "flip_matrix_chart", "cost_chart", "spread_chart", "forest_chart", "disagreement_chart",
+__all__ = ["candidate_chart", "accuracy_chart", "order_flip_chart", "flip_matrix_chart", "cost_chart", "spread_chart", "forest_chart", "disagreement_chart",
            "to_svg", "KINDS"]
 
 _WIDTH = 520
@@ -87,6 +87,20 @@ def accuracy_chart(rows: list[dict[str, Any]], band: tuple[float, float] | None 
     """rows (sorted, one dataset): label, kind, strict_accuracy, ci_low, ci_high; band: the controls' min–max."""
     return _interval_chart(rows, "strict_accuracy", "strict accuracy (95% interval; grey band: controls)", band,
                            "control judges")
+
+
+def candidate_chart(rows: list[dict[str, Any]], band: tuple[float, float] | None) -> Any:
+    """rows (display order): label, kind, candidate_win_rate, ci_low, ci_high, tie_rate; band: the win rate's min–max
+    over the judge configurations (controls left out). Ties beside, on their own axis: never part of a win."""
+    alt = _alt()
+    wins = _interval_chart(rows, "candidate_win_rate", "candidate win rate (95% interval; band: min–max over configurations)",
+                           band, "spread over judge configurations")
+    ties = alt.Chart(alt.Data(values=rows)).mark_bar(color="#9aa7b8").encode(
+        x=alt.X("tie_rate:Q", title="tie rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(tickCount=2)),
+        y=alt.Y("label:N", sort=[r["label"] for r in rows], title=None, axis=None),
+        tooltip=["label:N", "tie_rate:Q"],
+    ).properties(width=110, height=_height(len(rows)))
+    return alt.hconcat(wins, ties, spacing=8)
 
 
 def order_flip_chart(rows: list[dict[str, Any]]) -> Any:
