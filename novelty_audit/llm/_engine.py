@@ -44,6 +44,18 @@ STOP_GRACE_S = 10.0
 _CLAIM_POLL_S = (0.05, 2.0)
 """First and longest wait between looks at a call another process is asking."""
 
+CLAIM_MARGIN_S = 120.0
+"""Added to a shared claim's bound (`claim_hold_s`): writing the answer back, clocks of two hosts a little apart."""
+
+
+def claim_hold_s(s: CallSettings) -> float:
+    """The longest one call can hold its claim with these settings: every attempt's timeout and rate-limit
+    wait, every backoff, and a margin. A shared claim older than this is stale (docs/design/cache.md)."""
+    limiter = sum(s.concurrency * 60.0 / r for r in (s.requests_per_minute,) if r)
+    attempts = s.max_retries + 1
+    return attempts * (s.timeout_s + limiter) + s.max_retries * s.max_backoff_s + CLAIM_MARGIN_S
+
+
 Classify = Callable[[Request, Answer], tuple[str, Any, "str | None"]]
 """(outcome, choice, note) of a fresh answer, stored in its cache entry: a caller's parser (a judge's verdict)."""
 
@@ -704,8 +716,8 @@ class LLMClient:
                         if self.cache.claim_is_quick(key):
                             claim = self.cache.try_claim(key)  # one flock on an open descriptor: no thread hop
                         else:
-                            # Creating the stripe file may wait on a busy disk: off the loop, so requests keep flowing.
-                            claim = await loop.run_in_executor(run.pool, self.cache.try_claim, key)
+                            # Creating the stripe file may wait on a busy disk (or the shared cache): off the loop.
+                            claim = await loop.run_in_executor(run.pool, self.cache.try_claim, key, claim_hold_s(a))
                         if claim is not None and (waited or not self.refresh):
                             entry = self.cache.get(key)  # answered since we first looked (by whoever held the claim)
                             if entry is not None:
