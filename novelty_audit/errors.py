@@ -128,7 +128,11 @@ def storage_error(exc: BaseException) -> StorageError | None:
 
 
 def _storage_error(e: OSError) -> StorageError:
-    path = os.fsdecode(e.filename) if e.filename is not None else None
+    # A copy or rename names its destination second (shutil.copyfile on a full disk: filename is the source).
+    named = e.filename2 if e.filename2 is not None else e.filename
+    path = os.fsdecode(named) if named is not None else None
+    if path and os.path.basename(path).startswith(".") and path.endswith(".tmp"):
+        path = os.path.dirname(path) + os.sep  # a temp file beside its target: the directory is what the user knows
     where = f"writing {path}" if path else "writing"
     if e.errno in _FULL:
         what = "no space left on the device" if e.errno == errno.ENOSPC else "disk quota exceeded"
