@@ -143,3 +143,50 @@ def test_a_claim_holds_for_the_longest_a_call_can_take_with_its_settings():
     assert claim_hold_s(s) >= 6 * 120 + 5 * 60
     slower = CallSettings(timeout_s=120, max_retries=5, max_backoff_s=60, requests_per_minute=6, concurrency=4)
     assert claim_hold_s(slower) - claim_hold_s(s) == 6 * 4 * 10  # each attempt may wait its turn at the rate limiter
+
+
+# -- end to end: two project checkouts, `stage judge` in each, released together ------------------------------
+
+STAGE = "import sys; sys.stdin.readline(); from novelty_audit.cli import main; main(['stage', 'judge'])"
+
+
+@pytest.mark.slow
+def test_two_project_checkouts_running_stage_judge_together_on_30_calls_pay_30(tmp_path):
+    import polars as pl
+    import yaml
+    from project_copy import make_project
+
+    team = tmp_path / "team-cache"
+    env = {**os.environ, "MOCK_API_KEY": KEY}
+    with MockLLM(latency=0.2) as mock:
+        checkouts = []
+        for name in ("alice", "bob"):
+            root = make_project(tmp_path / name)
+            raw = yaml.safe_load((root / "params.yaml").read_text())
+            raw["store"] = {"root": ".novelty-audit", "artifacts": "artifacts", "shared_cache": str(team)}
+            raw["pin"]["datasets"] = {"human-only": raw["pin"]["datasets"]["human-only"]}
+            raw["judge"] = {
+                "datasets": ["human-only"], "tasks": ["pairwise"], "progress": False, "limit": 15,  # 15 pairs × 2 orders
+                "judges": {"mock": {"backend": "openai", "args": {"model": "mock", "base_url": mock.base_url, "api_key_env": "MOCK_API_KEY", "votes": 1, "concurrency": 4}}},
+            }  # fmt: skip
+            (root / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+            pinned = subprocess.run([sys.executable, "-m", "novelty_audit.cli", "stage", "pin"], cwd=root, capture_output=True, text=True, env=env, timeout=600)
+            assert pinned.returncode == 0, pinned.stderr
+            checkouts.append(root)
+        procs = [subprocess.Popen([sys.executable, "-c", STAGE], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env) for root in checkouts]  # fmt: skip
+        try:
+            for p in procs:  # both are started and waiting: release them at once
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            for p in procs:
+                out, err = p.communicate(timeout=600)
+                assert p.returncode == 0, out + err
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait(timeout=60)
+        paid = mock.count
+    assert paid == 30, f"{paid} requests for 30 distinct calls"
+    alice, bob = (pl.read_parquet(root / "artifacts/judge/verdicts.parquet") for root in checkouts)
+    assert alice.height == 15 and bob.equals(alice)
