@@ -43,9 +43,11 @@ CHECKOUT = textwrap.dedent(
 
 def race(tmp_path: Path, shared: str, options: dict | None = None, checkouts: int = 2) -> tuple[int, list[dict]]:
     """`checkouts` processes, each with its own store root and the same shared cache, released together on
-    15 pairs × 2 orders = 30 distinct calls; returns (requests the provider received, each run's output)."""
+    15 pairs × 2 orders = 30 distinct calls, the provider answering nothing until each has its 4 slots'
+    requests out; returns (requests the provider received, each run's output)."""
     env = {**os.environ, "MOCK_API_KEY": KEY}
     with MockLLM(latency=0.2) as mock:
+        mock.hold()  # until every checkout has all its slots' requests out: the runs surely overlap
         procs = [
             subprocess.Popen([sys.executable, "-c", CHECKOUT, str(tmp_path / f"store-{i}"), mock.base_url, shared, TESTS, orjson.dumps(options or {}).decode()],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
@@ -57,6 +59,8 @@ def race(tmp_path: Path, shared: str, options: dict | None = None, checkouts: in
             for p in procs:
                 p.stdin.write("go\n")
                 p.stdin.flush()
+            assert until(lambda: mock.held == 4 * checkouts), f"{mock.held} requests held"
+            mock.release()
             outs = []
             for p in procs:
                 out, err = p.communicate(timeout=300)
@@ -67,6 +71,16 @@ def race(tmp_path: Path, shared: str, options: dict | None = None, checkouts: in
                 p.kill()
                 p.wait(timeout=60)
         return mock.count, outs
+
+
+def until(condition, timeout: float = 120.0) -> bool:
+    """Wait for `condition` (checked every 20 ms), at most `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def test_two_checkouts_sharing_a_directory_started_together_pay_each_of_30_calls_once(tmp_path):
@@ -159,6 +173,7 @@ def test_two_project_checkouts_running_stage_judge_together_on_30_calls_pay_30(t
     team = tmp_path / "team-cache"
     env = {**os.environ, "MOCK_API_KEY": KEY}
     with MockLLM(latency=0.2) as mock:
+        mock.hold()  # released once both stages have all their slots' requests out: the runs surely overlap
         checkouts = []
         for name in ("alice", "bob"):
             root = make_project(tmp_path / name)
@@ -179,6 +194,8 @@ def test_two_project_checkouts_running_stage_judge_together_on_30_calls_pay_30(t
             for p in procs:  # both are started and waiting: release them at once
                 p.stdin.write("go\n")
                 p.stdin.flush()
+            assert until(lambda: mock.held == 8), f"{mock.held} requests held"
+            mock.release()
             for p in procs:
                 out, err = p.communicate(timeout=600)
                 assert p.returncode == 0, out + err
