@@ -106,10 +106,13 @@ class CircuitBreaker:
         self.failures = 0
         self.last: CallFault | None = None
         self.open = False
+        self.probed = False
+        """Opened by the hung-endpoint probe rather than by counting."""
 
     def trip(self, fault: CallFault) -> bool:
         """Open at once (a probe found the endpoint hung); True when this opened it."""
         self.last = fault
+        self.probed = True
         if self.open or not self.threshold:
             return False
         self.open = True
@@ -768,6 +771,38 @@ class LLMClient:
                   f"{len(w.sent)} request(s) out end as timeouts and nothing more is sent to it in this run", file=sys.stderr, flush=True)  # fmt: skip
         w.cut_all()
 
+    async def _send(self, run: _Run, request: Request, worst: float) -> tuple[Any, CallFault | None]:
+        """(answer, None) or (None, the attempt's fault). A request the watchdog ends (a hung endpoint) is a
+        timeout fault; one abandoned after a signal, or a bug, settles its reservation and raises."""
+        halt = run.halt
+        task = asyncio.current_task()
+        assert task is not None
+        halt.sending.add(task)
+        run.watch.sent[task] = time.monotonic()
+        try:
+            answer, fault = await self.provider.send(run.client, request), None
+        except CallFault as exc:
+            answer, fault = None, exc
+        except asyncio.CancelledError:
+            if task not in run.watch.cut or halt.halted:
+                self.budget.settle(worst, 0.0)  # abandoned after a signal: nothing was paid
+                raise
+            task.uncancel()  # ended by the watchdog: a hung endpoint's timeout, not a stop
+            run.watch.cut.discard(task)
+            assert run.breaker.last is not None
+            answer, fault = None, run.breaker.last
+        except BaseException:
+            self.budget.settle(worst, 0.0)  # a bug: nothing was paid
+            raise
+        finally:
+            halt.sending.discard(task)
+            run.watch.sent.pop(task, None)
+        if fault is None or not fault.connection:
+            run.watch.heard = time.monotonic()  # the endpoint said something (an answer, even an HTTP error)
+        elif fault.reason in ("timeout", "connect timeout"):
+            self.stats["timeouts"] += 1
+        return answer, fault
+
     def _circuit_opened(self, breaker: CircuitBreaker) -> None:
         """One stderr line when the endpoint is given up, so a run that ends early says why."""
         last = breaker.last
@@ -819,34 +854,7 @@ class LLMClient:
                         self.budget.reserve(worst, request.label)
                         attempts += 1
                         started = time.perf_counter()
-                        task = asyncio.current_task()
-                        assert task is not None
-                        halt.sending.add(task)
-                        run.watch.sent[task] = time.monotonic()
-                        try:
-                            answer = await self.provider.send(run.client, request)
-                        except CallFault as exc:
-                            fault = exc
-                        except asyncio.CancelledError:
-                            if task not in run.watch.cut or halt.halted:
-                                self.budget.settle(worst, 0.0)  # abandoned after a signal: nothing was paid
-                                raise
-                            task.uncancel()  # ended by the watchdog: a hung endpoint's timeout, not a stop
-                            run.watch.cut.discard(task)
-                            assert run.breaker.last is not None
-                            fault = run.breaker.last
-                        except BaseException:
-                            self.budget.settle(worst, 0.0)  # a bug: nothing was paid
-                            raise
-                        else:
-                            fault = None
-                        finally:
-                            halt.sending.discard(task)
-                            run.watch.sent.pop(task, None)
-                        if fault is None or not fault.connection:
-                            run.watch.heard = time.monotonic()
-                        elif fault.reason in ("timeout", "connect timeout"):
-                            self.stats["timeouts"] += 1
+                        answer, fault = await self._send(run, request, worst)
                         latency = time.perf_counter() - started
                         cost = 0.0 if fault is not None else self.cost(answer, worst)
                         self.budget.settle(worst, cost)
@@ -885,7 +893,8 @@ class LLMClient:
         if run.breaker.open and fault is None:  # never sent: the endpoint was given up first
             last = run.breaker.last
             assert last is not None
-            detail = f"{a.circuit_breaker} consecutive connection failures or timeouts; last: {last.reason}: {last.detail}"
+            given_up = "the endpoint answered neither the requests out nor a probe" if run.breaker.probed else f"{a.circuit_breaker} consecutive connection failures or timeouts"
+            detail = f"{given_up}; last: {last.reason}: {last.detail}"
             return error_entry("circuit open", self.redact(detail), attempts), False
         assert fault is not None
         return error_entry(fault.reason, self.redact(f"after {attempts} attempt(s): {fault.detail}"), attempts), False

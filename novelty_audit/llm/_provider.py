@@ -89,6 +89,8 @@ class Provider(ABC):
             return f"no answer within {timeout_s:g} s"
         except httpx.HTTPError as exc:
             return connection_fault(exc, timeout_s).reason
+        except Exception:  # noqa: BLE001  a probe that cannot even be sent (an odd URL) proves nothing: not hung
+            return None
         return None
 
     async def aclose(self, client: Any) -> None:

@@ -42,6 +42,7 @@ def test_a_hung_endpoint_is_given_up_after_the_probe_and_its_calls_count_as_time
     assert reasons.count("timeout") == 4 and reasons.count("circuit open") == 16
     facts = judge.facts()
     assert facts["timeouts"] == 4 and facts["errors_by_reason"] == {"timeout": 4, "circuit open": 16}
+    assert "the endpoint answered neither the requests out nor a probe; last: timeout" in facts["error_details"]["circuit open"]
     err = capsys.readouterr().err
     assert "20 calls failed: circuit open (16), timeout (4)" in err
     assert "answered nothing" in err and "not even a probe" in err
