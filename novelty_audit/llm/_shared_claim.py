@@ -110,15 +110,18 @@ class ClaimFiles:
             directory = path.rsplit("/", 1)[0]
             os.makedirs(directory, exist_ok=True)
             tmp = f"{directory}/.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(data)
             try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
                 os.link(tmp, path)  # atomic, whole, and refused when the name exists
                 return True
             except FileExistsError:
                 return False
             finally:
-                os.unlink(tmp)
+                try:
+                    os.unlink(tmp)
+                except FileNotFoundError:
+                    pass
         try:
             if self._conditional_put:
                 self.fs.pipe_file(path, data, mode="create")  # If-None-Match: *

@@ -7,25 +7,13 @@ from __future__ import annotations
 import math
 import time
 
-import pytest
 import yaml
 from judge_items import make_pairs
 from mock_llm import MockLLM
 from project_copy import REPO
+from test_llm_fault_accounting import api, fake_key  # noqa: F401  (fake_key: an autouse fixture)
 
 from novelty_audit.config import CallSettings
-
-KEY = "sk-test-HUNG-0123456789"
-
-
-@pytest.fixture(autouse=True)
-def fake_key(monkeypatch):
-    monkeypatch.setenv("MOCK_API_KEY", KEY)
-
-
-def api(build, base_url: str, **kw):
-    args = {"model": "mock", "base_url": base_url, "api_key_env": "MOCK_API_KEY", "backoff_s": 0.01, "votes": 1, "orders": "forward"}
-    return build("openai", tasks=("pairwise",), **{**args, **kw})
 
 
 def test_a_hung_endpoint_is_given_up_after_the_probe_and_its_calls_count_as_timeouts(build, capsys):
