@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, field_validator, model_serializer, model_validator
 
 from .config import (
     DATASET_NAMES,
@@ -24,6 +24,7 @@ from .config import (
     ProbeParams,
     ReportParams,
     SignalsParams,
+    check_name,
     safe_load_unique,
 )
 from .errors import ConfigError
@@ -120,6 +121,13 @@ class PinParams(Frozen):
     datasets: dict[str, DatasetPin]
     on_bad_item: Literal["error", "exclude"] = "error"
     """error: stop and list every bad item; exclude: drop them into exclusions.parquet and go on."""
+
+    @field_validator("datasets")
+    @classmethod
+    def _names(cls, v: dict[str, DatasetPin]) -> dict[str, DatasetPin]:
+        for name in v:
+            check_name(name, "a dataset")  # it names rows, headings and files of every later stage
+        return v
 
 
 class Params(BaseModel):

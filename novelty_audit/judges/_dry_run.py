@@ -10,6 +10,8 @@ bound its input tokens, `max_tokens` its output): an estimate from above, never 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -116,44 +118,83 @@ class DryRun:
             )
 
 
+LARGE_PLAN = 10
+"""Judges from which a dry run shows its progress on stderr (a sweep's plan of hundreds of variants takes a while
+to render and key; a small plan is done before a bar would show)."""
+
+
+@contextmanager
+def _progress(judges: list[Any], show: bool) -> Iterator[Iterable[Any]]:
+    """`judges`, counted on stderr when `show` (stdout, where --json goes, stays clean): a rich progress bar on a
+    terminal, else a plain line at every tenth of the plan (a log or CI shows it advancing too)."""
+    if not show:
+        yield judges
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    console = Console(stderr=True)
+    what = f"dry run: keying the calls of {len(judges)} judges"
+    if console.is_terminal:
+        with Progress(console=console, transient=True) as bar:
+            yield bar.track(judges, description=what)
+        return
+    yield _lines(judges, what)
+
+
+def _lines(judges: list[Any], what: str) -> Iterator[Any]:
+    step = max(1, len(judges) // 10)
+    for i, judge in enumerate(judges, 1):
+        yield judge
+        if i % step == 0 or i == len(judges):
+            print(f"{what}: {i}/{len(judges)} done", file=sys.stderr, flush=True)
+
+
 def dry_run_judges(jp, pin_dir: Path, built: Built, probe_dir: Path | None = None) -> DryRun:
-    """What `run_judges(jp, pin_dir, built, …, probe_dir=probe_dir)` would ask, per judge; nothing is sent or written."""
+    """What `run_judges(jp, pin_dir, built, …, probe_dir=probe_dir)` would ask, per judge; nothing is sent or written.
+    With more than `LARGE_PLAN` judges and `judge.progress` on, a progress bar on stderr counts the judges done."""
     judge_stage_inputs(jp, pin_dir, built, probe_dir)  # a missing pinned table fails as in a run: exit 2, naming it
     chosen = select_items(jp, pin_dir, probe_dir)
-    from .agents import AgentJudge
-
     result = DryRun(budget_usd=jp.budget_usd)
     uncached: dict[str, float] = {}
-    for judge in built.judges:
-        ps, pts = chosen.for_judge(jp, judge), chosen.points_for(jp, judge)
-        agent = isinstance(judge, AgentJudge)
-        est = JudgeEstimate(items=len(ps) + len(pts), api=isinstance(judge, LLMJudge) or agent)
-        result.judges[judge.name] = est
-        if not est.api:
-            continue
-        calls = judge.plan(ps, pts)
-        if agent:  # each turn depends on the answers and searches before it: the calls are decisions, not keys
-            est.calls, est.cached, est.usd_estimate = len(calls), None, None
-            est.unknown_why = "agent decisions: turns depend on the answers, not keyed ahead"
-            result.unkeyed.append(judge.name)
-            continue
-        if judge.retriever is not None and hasattr(judge.args.retrieval, "source"):
-            est.calls, est.cached, est.usd_estimate = len(calls), None, None
-            result.unkeyed.append(judge.name)
-            continue
-        keys: dict[str, float] = {}
-        for call in calls:
-            payload, key = judge._prepare(call)
-            if key not in keys:
-                request = judge._request(call, payload)
-                keys[key] = judge.llm.worst_cost(len(canonical_bytes(request.hashed())), request.sampling.max_tokens)
-        cached = {k for k in keys if judge.cache.get(k) is not None}
-        est.calls, est.cached = len(keys), len(cached)
-        est.usd_estimate = round(sum(v for k, v in keys.items() if k not in cached), 6)
-        uncached.update((k, v) for k, v in keys.items() if k not in cached)
+    with _progress(built.judges, jp.progress and len(built.judges) > LARGE_PLAN) as judges:
+        for judge in judges:
+            _estimate(jp, chosen, judge, result, uncached)
     result.to_send = len(uncached)
     result.usd_estimate = round(sum(uncached.values()), 6)
     return result
+
+
+def _estimate(jp, chosen, judge, result: DryRun, uncached: dict[str, float]) -> None:
+    """One judge's share of the dry run (`result.judges[name]`); its uncached keys' worst costs go into `uncached`."""
+    from .agents import AgentJudge
+
+    ps, pts = chosen.for_judge(jp, judge), chosen.points_for(jp, judge)
+    agent = isinstance(judge, AgentJudge)
+    est = JudgeEstimate(items=len(ps) + len(pts), api=isinstance(judge, LLMJudge) or agent)
+    result.judges[judge.name] = est
+    if not est.api:
+        return
+    calls = judge.plan(ps, pts)
+    if agent:  # each turn depends on the answers and searches before it: the calls are decisions, not keys
+        est.calls, est.cached, est.usd_estimate = len(calls), None, None
+        est.unknown_why = "agent decisions: turns depend on the answers, not keyed ahead"
+        result.unkeyed.append(judge.name)
+        return
+    if judge.retriever is not None and hasattr(judge.args.retrieval, "source"):
+        est.calls, est.cached, est.usd_estimate = len(calls), None, None
+        result.unkeyed.append(judge.name)
+        return
+    keys: dict[str, float] = {}
+    for call in calls:
+        payload, key = judge._prepare(call)
+        if key not in keys:
+            request = judge._request(call, payload)
+            keys[key] = judge.llm.worst_cost(len(canonical_bytes(request.hashed())), request.sampling.max_tokens)
+    cached = {k for k in keys if judge.cache.get(k) is not None}
+    est.calls, est.cached = len(keys), len(cached)
+    est.usd_estimate = round(sum(v for k, v in keys.items() if k not in cached), 6)
+    uncached.update((k, v) for k, v in keys.items() if k not in cached)
 
 
 def dry_run_stage(params: Params, pin_dir: Path, probe_dir: Path, limit: int | None = None) -> DryRun:

@@ -26,6 +26,7 @@ from ..llm import (
     Payload,
     Request,
     Sampling,
+    check_anthropic_sampling,
     completion_prompt,
 )
 from ._base import JudgeContext
@@ -34,7 +35,7 @@ from ._prompts import PromptTemplate, load_prompt, parse_verdict, template_knobs
 from ._protocol import Call, CallResult, VoteJudge
 from ._s2 import S2Args
 
-__all__ = ["LLMArgs", "LLMJudge", "ModelArgs", "RetrievalArgs"]
+__all__ = ["AnthropicArgs", "LLMArgs", "LLMJudge", "ModelArgs", "RetrievalArgs"]
 
 
 class RetrievalArgs(Frozen):
@@ -115,10 +116,21 @@ class LLMArgs(ModelArgs):
     orders: Literal["both", "forward", "reverse"] = "both"
     """Presentation orders asked."""
     sampling: Sampling = Field(default_factory=Sampling)
-    """Generation settings (all in the call key)."""
+    """Generation settings (all in the call key); `sampling.reasoning_effort` (none | minimal | low | medium | high |
+    xhigh | max) is the reasoning budget of reasoning models (a sweep varies it as the knob `reasoning_effort`)."""
     retrieval: RetrievalArgs | S2Args | None = None
     """Show related abstracts per idea: `{corpus: ...}` (local corpus) or `{source: semantic-scholar, ...}`
     (Graph API search, judges/_s2.py); None: off."""
+
+
+class AnthropicArgs(LLMArgs):
+    """The `anthropic` judge's args: `LLMArgs`, checked against what the Messages API can honour when params load
+    (`sampling.reasoning_effort` is sent as extended thinking, whose budget `max_tokens` must exceed)."""
+
+    @model_validator(mode="after")
+    def _honoured(self) -> AnthropicArgs:
+        check_anthropic_sampling(self.sampling)
+        return self
 
 
 class LLMJudge(VoteJudge):

@@ -583,6 +583,8 @@ class LLMClient:
             entry["tools"] = [t.as_dict() for t in request.tools]
         if answer.tool_calls:
             entry["tool_calls"] = [c.as_dict() for c in answer.tool_calls]
+        if answer.thinking:  # only then: entries without extended thinking keep their bytes
+            entry["thinking"] = [dict(b) for b in answer.thinking]
         return entry
 
     # -- asking -----------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ...artifacts import digest_obj
 from ...config import Frozen
@@ -33,6 +33,7 @@ from ...llm import (
     Reply,
     Request,
     Sampling,
+    check_anthropic_sampling,
     run_coro,
 )
 from ...search import Search, SearchArgs, SearchResult, make_search, same_title
@@ -58,6 +59,12 @@ class AgentArgs(ModelArgs):
     """Decisions per item (per order for pairwise): each an independent agent run with its own replicate index."""
     search: SearchArgs
     """Where the agent searches (`{source: semantic-scholar | arxiv, cutoff: YYYY-MM-DD, ...}`)."""
+
+    @model_validator(mode="after")
+    def _provider_honours_sampling(self) -> AgentArgs:
+        if self.provider == "anthropic":
+            check_anthropic_sampling(self.sampling)  # reasoning_effort → extended thinking, within max_tokens
+        return self
 
 
 class Citation(Frozen):
