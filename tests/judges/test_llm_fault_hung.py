@@ -25,20 +25,20 @@ def test_a_hung_endpoint_is_given_up_after_the_probe_and_its_calls_count_as_time
         elapsed = time.monotonic() - started
         sent, probes = mock.count, mock.probes
     assert elapsed < 30, elapsed  # far below timeout_s: the probe decided, not the request timeout
-    assert sent == 4 and probes == 1  # the four requests out, one probe, nothing after
+    assert 1 <= sent <= 4 and probes == 1  # the requests out (four slots), one probe, nothing after
     reasons = [r for row in rows for r in row["error_reasons"]]
-    assert reasons.count("timeout") == 4 and reasons.count("circuit open") == 16
+    assert reasons.count("timeout") == sent and reasons.count("circuit open") == 20 - sent
     facts = judge.facts()
-    assert facts["timeouts"] == 4 and facts["errors_by_reason"] == {"timeout": 4, "circuit open": 16}
+    assert facts["timeouts"] == sent and facts["errors_by_reason"] == {"timeout": sent, "circuit open": 20 - sent}
     assert "the endpoint answered neither the requests out nor a probe; last: timeout" in facts["error_details"]["circuit open"]
     err = capsys.readouterr().err
-    assert "20 calls failed: circuit open (16), timeout (4)" in err
+    assert f"20 calls failed: circuit open ({20 - sent}), timeout ({sent})" in err
     assert "answered nothing" in err and "not even a probe" in err
 
 
 def test_a_slow_endpoint_that_answers_the_probe_keeps_its_long_calls_whole(build):
-    with MockLLM(latency=1.5) as mock:  # every answer takes 1.5 s: five times the probe's patience
-        judge = api(build, mock.base_url, timeout_s=60, hung_after_s=0.3, connect_timeout_s=0.3, concurrency=2)
+    with MockLLM(latency=1.5) as mock:  # every answer takes 1.5 s: five times the silence that sends a probe
+        judge = api(build, mock.base_url, timeout_s=60, hung_after_s=0.3, connect_timeout_s=10, concurrency=2)
         rows = judge.judge(make_pairs(4), []).pairwise
         probes = mock.probes
     assert [row["n_valid"] for row in rows] == [1] * 4 and mock.count == 4
