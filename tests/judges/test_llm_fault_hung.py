@@ -19,7 +19,7 @@ from novelty_audit.config import CallSettings
 def test_a_hung_endpoint_is_given_up_after_the_probe_and_its_calls_count_as_timeouts(build, capsys):
     with MockLLM() as mock:
         mock.hold()  # accepts, reads the request, never answers (nor the probe)
-        judge = api(build, mock.base_url, timeout_s=60, hung_after_s=0.3, connect_timeout_s=0.3, concurrency=4)
+        judge = api(build, mock.base_url, timeout_s=60, hung_after_s=0.3, connect_timeout_s=3, concurrency=4)
         started = time.monotonic()
         rows = judge.judge(make_pairs(20), []).pairwise
         elapsed = time.monotonic() - started
@@ -49,7 +49,7 @@ def test_a_slow_endpoint_that_answers_the_probe_keeps_its_long_calls_whole(build
 def test_without_a_circuit_breaker_nothing_is_probed_and_requests_wait_their_own_timeout(build):
     with MockLLM() as mock:
         mock.hold()
-        judge = api(build, mock.base_url, timeout_s=0.5, connect_timeout_s=0.2, hung_after_s=0.2, circuit_breaker=0, max_retries=0, concurrency=2)
+        judge = api(build, mock.base_url, timeout_s=2, connect_timeout_s=2, hung_after_s=0.2, circuit_breaker=0, max_retries=0, concurrency=2)
         rows = judge.judge(make_pairs(2), []).pairwise
         assert mock.probes == 0
     assert [r for row in rows for r in row["error_reasons"]] == ["timeout", "timeout"]
