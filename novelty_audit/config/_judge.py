@@ -179,14 +179,16 @@ class JudgeParams(Frozen):
     """Seed for seeded judges (random control); combined with item ids, never a global seed."""
     limit: int | None = Field(default=None, ge=1)
     """Judge only a seeded subset of N pairs per dataset (smoke runs); pointwise then judges the ideas of those
-    pairs. The same N, seed and pairs give the same subset (pairs ranked by sha256 of seed, dataset and
-    pair id). null: every pair. `novelty-audit stage judge --limit N` sets it for one run."""
+    pairs. The same N, seed and pairs give the same subset (pairs ranked by sha256 of seed and pair id,
+    so splits holding the same pairs keep the same subset). null: every pair. `novelty-audit stage judge --limit N` sets it for one run."""
     refresh: bool = False
     """Bypass every judge's call cache (drift checks); run the stage with --force."""
     budget_usd: float | None = Field(default=None, ge=0)
     """Cap on the cost of new (uncached) API calls in one stage run; the run stops before exceeding it (0: no paid call)."""
     prices: dict[str, Price] = Field(default_factory=dict)
-    """Model name → price; an API judge whose model has no price counts its calls as free."""
+    """Model name → price. An API judge whose model has no price (here or in its args.price) records the cost of its
+    calls as unknown: null in verdict rows, metrics.json and sweeps.json, "unknown" in the report, never 0; the dry
+    run names it; with budget_usd set it is refused (the cap could not be kept)."""
     progress: bool = True
     """Show a progress bar for API judges (stderr only)."""
     on_error: Literal["fail", "record"] = "fail"
@@ -251,14 +253,10 @@ class JudgeParams(Frozen):
 
     def datasets_of(self, judge: str) -> list[str]:
         """The pinned splits `judge` is asked about: its own `datasets` (a `dataset` variant: that split) or
-        judge.datasets, then, for a sweep's base, every split its sweeps' `dataset` knob names, so each variant
-        has its base's verdicts on the same items (the paired comparison of reports/sweeps.json)."""
+        judge.datasets. A sweep's base is not asked on its dataset variants' splits: each variant is compared
+        with it on the split its split is a variant of (`pin.datasets.<split>.variant_of`, checked when params load)."""
         spec = self.judges.get(judge)
-        own = list(spec.datasets) if spec is not None and spec.datasets is not None else list(self.datasets)
-        for sweep in self.sweeps.values():
-            if judge in sweep.base_ids():
-                own += [d for d in sweep.datasets() if d not in own]
-        return own
+        return list(spec.datasets) if spec is not None and spec.datasets is not None else list(self.datasets)
 
     def run_datasets(self) -> list[str]:
         """Every pinned split a run reads: judge.datasets, then the others an enabled judge is asked about."""

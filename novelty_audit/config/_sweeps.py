@@ -8,8 +8,8 @@ variant is made once per base, id `<name>/<base>/<knob>=<value>`, each compared 
 sweep is computed from its value counts before anything is expanded (`SweepSpec.size`, `judge.max_variants`).
 Everything downstream (config digest, call cache, budget, `judge.limit`, metrics) treats a variant as any other
 judge. The `dataset` knob is not an arg: it sets the
-variant's own `datasets` (one pinned split), and the judge stage asks the base on that split too, so the variant is
-compared with its base on the same items (docs/design/sweeps.md). Imports nothing of the project but `_base`.
+variant's own `datasets` (one pinned split); the variant is compared with its base judged on the split that split is
+a variant of (`pin.datasets.<split>.variant_of`, docs/sweeps.md). Imports nothing of the project but `_base`.
 """
 
 from __future__ import annotations

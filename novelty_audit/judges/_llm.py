@@ -295,7 +295,8 @@ class LLMJudge(VoteJudge):
             choice=entry["choice"],
             call_digest=key,
             provider_model=entry.get("provider_model"),
-            cost_usd=float(entry.get("cost_usd") or 0.0),
+            # No price (and not local), now or when the answer was recorded: its cost is unknown, null, never free.
+            cost_usd=None if self.price is None or entry.get("cost_usd", 0.0) is None else float(entry.get("cost_usd") or 0.0),
             latency_s=float(entry.get("latency_s") or 0.0),
             cached=cached,
             detail=entry.get("note"),

@@ -575,7 +575,7 @@ class LLMClient:
             "note": note,
             "usage": {"input_tokens": answer.input_tokens, "output_tokens": answer.output_tokens},
             "provider_model": answer.provider_model,
-            "cost_usd": cost,
+            "cost_usd": None if self.price is None else cost,  # no price: unknown, recorded as such (not as free)
             "latency_s": round(latency, 6),
             "attempts": attempts,
         }
