@@ -661,6 +661,7 @@ table.nums{font-size:0.8rem}
 table.nums td{padding:0.2rem 0.35rem}
 table.nums td:first-child{min-width:11em}
 table.nums td:last-child{min-width:7em}
+table.sweep td:nth-child(2){white-space:normal;min-width:9em}
 table.facts td:first-child{white-space:nowrap;font-weight:600}
 td:first-child{overflow-wrap:anywhere}
 table.detail{font-size:0.8rem}
