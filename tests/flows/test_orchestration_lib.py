@@ -85,3 +85,17 @@ def test_a_run_summary_counts_actions_calls_cache_hits_and_cost_from_run_facts()
     md = s.markdown("t")
     assert "1 reused (identity unchanged)" in md and "**metrics failed**: boom" in md
     assert [r["stage"] for r in s.rows()] == ["pin", "judge", "metrics"]
+
+
+def test_a_canary_of_a_pools_dataset_the_pools_stage_has_not_built_names_where_it_looked(tmp_path):
+    from novelty_audit.artifacts import Store
+    from novelty_audit.config import CanaryParams
+    from novelty_audit.orchestration import build_canary
+
+    (tmp_path / "pin").mkdir()
+    with pytest.raises(ConfigError) as err:
+        build_canary(tmp_path / "pin", tmp_path / "out", CanaryParams(), store=Store(tmp_path / "store"),
+                     datasets=["my-ideas"], pools_dir=tmp_path / "pools", pools_datasets=["my-ideas", "my-ideas-vs-low"])  # fmt: skip
+    assert f"my-ideas (looked in {tmp_path / 'pools' / 'datasets' / 'my-ideas'})" in str(err.value)
+    assert "the pools stage" in err.value.hint
+    assert not (tmp_path / "out").exists()
