@@ -33,6 +33,7 @@ from novelty_audit.orchestration import (
     NO_API_JUDGE,
     StageOutcome,
     build_canary,
+    canary_datasets,
     drift_judges,
     drift_markdown,
     drift_params,
@@ -46,7 +47,7 @@ from ._fanout import judge_map
 
 
 @task(name="canary", cache_policy=NO_CACHE)
-def canary_task(params: Params) -> StageManifest:
+def canary_task(params: Params, judges: list[str]) -> StageManifest:
     """The canary subset of the current pin (and pools) outputs, in the drift store."""
     paths = drift_paths(params)
     pin_dir = stage_out_dir(params, "pin")
@@ -56,7 +57,7 @@ def canary_task(params: Params) -> StageManifest:
             hint="run the pipeline first (dvc repro, or the evaluate flow)",
         )
     manifest = build_canary(
-        pin_dir, paths.artifacts / "pin", params.flows.canary, store=paths.store, datasets=params.judge.datasets,
+        pin_dir, paths.artifacts / "pin", params.flows.canary, store=paths.store, datasets=canary_datasets(params, judges),
         pools_dir=stage_out_dir(params, "pools"), pools_datasets=params.pools.dataset_names(),
     )  # fmt: skip
     from_pools = manifest.summary.get("pools_datasets") or []
@@ -117,7 +118,7 @@ def drift_watch(project_dir: str = ".", params_path: str = "params.yaml") -> dic
             logger.warning("%s", NO_API_JUDGE)
             create_markdown_artifact(markdown=f"# Judge drift watch\n\n{NO_API_JUDGE}.\n", key="drift-summary", description="judge drift watch")
             return {"run_id": None, "baseline": False, "summary": {}, "changes": [], "skipped": NO_API_JUDGE}
-        canary = canary_task(params)
+        canary = canary_task(params, judges)
         datasets = sorted(canary.summary.get("pairs", {}))
         manifest, outcome = judge_task(params, drift_params(params, judges, datasets))
         store = drift_paths(params).store
