@@ -104,8 +104,9 @@ def drift_params(params: Params, judges: Sequence[str], datasets: Sequence[str])
     """The params the judge stage runs with in a drift check.
 
     Only the listed judges run (enabled, call cache bypassed), on the pairwise task of the canary's
-    datasets (each judge on those of them it is asked about in the main run, see `_asked`), with the drift store as store root so fresh answers and outputs stay out of the main
-    store; the injection probe is not part of a drift check (it would ask every probe pair afresh).
+    datasets (each judge on those of them it is asked about in the main run, see `_asked`), with the drift
+    store as store root so fresh answers and outputs stay out of the main store; the injection probe is not
+    part of a drift check (it would ask every probe pair afresh).
     Every other judge setting (prompts, votes, sampling, prices, budget) is the user's.
     """
     paths = drift_paths(params)
@@ -114,7 +115,10 @@ def drift_params(params: Params, judges: Sequence[str], datasets: Sequence[str])
         for n in judges
     }
     judge = params.judge.model_copy(
-        update={"judges": specs, "refresh": True, "tasks": ["pairwise"], "datasets": list(datasets), "probe_datasets": [], "probe_judges": None}
+        # Sweep variants are judges of their own once params load; the sweeps themselves would be expanded again
+        # from bases that may not be watched (a variant listed in flows.canary.judges without its base).
+        update={"judges": specs, "refresh": True, "tasks": ["pairwise"], "datasets": list(datasets), "probe_datasets": [],
+                "probe_judges": None, "sweeps": {}}
     )
     store = params.store.model_copy(update={"root": str(paths.root), "artifacts": str(paths.artifacts)})
     return params.model_copy(update={"judge": judge, "store": store})

@@ -35,12 +35,13 @@ def test_duplicate_pair_ids_are_refused():
         select_canary(["p-1", "p-1"], 1, seed=0, dataset="d")
 
 
-def _params(tmp_path: Path, judges: dict, canary: dict | None = None, pools: dict | None = None):
+def _params(tmp_path: Path, judges: dict, canary: dict | None = None, pools: dict | None = None, judge: dict | None = None):
     import yaml
 
     raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())
     raw["judge"]["judges"] = judges
     raw["pools"].update(pools or {})
+    raw["judge"].update(judge or {})
     raw["flows"] = {**(raw.get("flows") or {}), "canary": canary or {}}
     p = tmp_path / "params.yaml"
     p.write_text(yaml.safe_dump(raw))
@@ -119,3 +120,13 @@ def test_the_canary_covers_every_dataset_a_watched_judge_is_asked_about_and_each
     assert drift_params(listed, ["gpt"], ["human-only"]).judge.datasets_of("gpt") == ["human-only"]
     with pytest.raises(ConfigError, match="judge gpt-seed is asked about none of them"):
         drift_params(listed, ["gpt", "gpt-seed"], canary_datasets(listed, ["gpt", "gpt-seed"]))
+
+
+def test_a_sweep_variant_watched_without_its_base_builds(tmp_path):
+    from novelty_audit.judges import Budget, build_judges
+
+    raw_judges = {"gpt": {**API, "enabled": False}}
+    p = _params(tmp_path, raw_judges, {"judges": ["v/votes=3"]}, judge={"sweeps": {"v": {"base": "gpt", "vary": {"votes": [1, 3]}}}})
+    d = drift_params(p, drift_judges(p), canary_datasets(p, ["v/votes=3"]))
+    built = build_judges(d.judge, store_root=tmp_path / "store", budget=Budget(None))
+    assert [j.name for j in built.judges] == ["v/votes=3"] and d.judge.judges["v/votes=3"].args["votes"] == 3
