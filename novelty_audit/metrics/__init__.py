@@ -30,12 +30,13 @@ from ._files import ExportResult, FlipsReport, QualityReport, export_gold, expor
 from ..config import MetricsParams
 from ._registry import METRICS, MetricSpec, metric
 from ._sweeps import SPREAD_KNOBS, sweeps_json
-from ._tables import TABLE_FORMATS, TABLE_KINDS, PaperTable, fmt_value, paper_table, render_table
+from ._tables import LATEX_FITS, TABLE_FORMATS, TABLE_KINDS, PaperTable, fmt_value, paper_table, render_table, table_columns
 from ._views import PairwiseView, PointwiseView, pairwise_view, pointwise_view
 
 __all__ = [
     "CANDIDATE_DEFINITIONS",
     "CANDIDATE_KINDS",
+    "LATEX_FITS",
     "candidate_metrics",
     "candidate_metrics_json",
     "TABLE_FORMATS",
@@ -44,6 +45,7 @@ __all__ = [
     "fmt_value",
     "paper_table",
     "render_table",
+    "table_columns",
     "SPREAD_KNOBS",
     "sweeps_json",
     "KINDS",

@@ -50,9 +50,12 @@ def _height(n: int) -> int:
     return max(60, 22 * n)
 
 
-def _kind_scales(alt: Any) -> tuple[Any, Any]:
-    color = alt.Color("kind:N", title=None, scale=alt.Scale(domain=list(KINDS), range=list(_KIND_COLORS)))
-    shape = alt.Shape("kind:N", title=None, scale=alt.Scale(domain=list(KINDS), range=list(_KIND_SHAPES)))
+def _kind_scales(alt: Any, rows: list[dict[str, Any]]) -> tuple[Any, Any]:
+    """Colour and shape by kind; the legend lists only the kinds drawn (each keeps its colour and shape)."""
+    drawn = [i for i, k in enumerate(KINDS) if any(r.get("kind") == k for r in rows)] or list(range(len(KINDS)))
+    domain = [KINDS[i] for i in drawn]
+    color = alt.Color("kind:N", title=None, scale=alt.Scale(domain=domain, range=[_KIND_COLORS[i] for i in drawn]))
+    shape = alt.Shape("kind:N", title=None, scale=alt.Scale(domain=domain, range=[_KIND_SHAPES[i] for i in drawn]))
     return color, shape
 
 
@@ -63,7 +66,7 @@ def _interval_chart(rows: list[dict[str, Any]], value: str, title: str, band: tu
     order = [r["label"] for r in rows]
     x = alt.X(f"{value}:Q", title=title, scale=alt.Scale(domain=[0, 1]))
     y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
-    color, shape = _kind_scales(alt)
+    color, shape = _kind_scales(alt, rows)
     layers = []
     if band is not None:
         # The controls' range drawn across the whole plot: the floor a judge must clear (never thinner than visible).

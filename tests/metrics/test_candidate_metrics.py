@@ -43,12 +43,14 @@ def test_configurations_with_no_common_pair_have_no_disagreement_not_zero() -> N
 
 
 def test_export_table_candidates_lists_each_set_and_judge_and_the_metrics_table_leaves_them_out() -> None:
-    from novelty_audit.metrics import candidate_metrics_json, paper_table, render_table
+    from novelty_audit.metrics import candidate_metrics_json, fmt_value, paper_table, render_table
 
     figures = candidate_metrics(V, {"s": "candidates", "s-vs-low": "candidates-low"}, confidence=0.95)
-    t = paper_table("candidates", figures, run_id="r1", pins={"s": "ab" * 32})
-    assert [r[:2] for r in t.rows] == [["s", "ctrl"], ["s", "j"], ["s", "s/k=2"]]
-    assert t.rows[1][3] == "0.400 [0.118, 0.769]" and "s (ababababab" in t.caption
+    t = paper_table("candidates", figures, run_id="r1", pins={"s": "ab" * 32}, intervals=True)
+    assert [(r.group, r.label) for r in t.rows] == [("s", "ctrl"), ("s", "j"), ("s", "s/k=2")]
+    assert [c.name for c in t.columns][:2] == ["n_pairs", "candidate_win_rate"]
+    assert fmt_value(t.rows[1].records["candidate_win_rate"], "candidate_win_rate", True) == "0.400 [0.118, 0.769]"
+    assert "s (ababababab" in t.caption
     assert render_table(t, "latex").count("\\\\") >= 4 and render_table(t, "csv").splitlines()[0].startswith("set,judge,n_pairs")
     with pytest.raises(Exception, match="nothing to tabulate"):
         paper_table("metrics", candidate_metrics_json(figures), run_id=None, pins={})
