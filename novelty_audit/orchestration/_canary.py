@@ -32,7 +32,7 @@ from ..errors import ConfigError
 if TYPE_CHECKING:  # only novelty_audit.params may import the section module (it defines Frozen first)
     from ..config import CanaryParams
 
-__all__ = ["CANARY_STAGE", "build_canary", "canary_dir", "select_canary"]
+__all__ = ["CANARY_STAGE", "build_canary", "select_canary"]
 
 CANARY_STAGE = "canary"
 _KEYS: dict[str, list[str] | None] = {"ideas": ["idea_id"], "pairs": ["pair_id"], "pointwise": ["idea_id"], "exclusions": None}
@@ -62,7 +62,7 @@ def _subset(base: Path, dataset: str, canary: CanaryParams) -> dict[str, pl.Data
     return {"ideas": ideas, "pairs": pairs, "pointwise": point, "exclusions": excl}
 
 
-def canary_dir(dataset: str, pools_datasets: Collection[str]) -> str:
+def _layout(dataset: str, pools_datasets: Collection[str]) -> str:
     """Where a dataset's tables sit, relative to the pin stage's output (`<dataset>`) or the pools stage's
     (`datasets/<dataset>`, for a dataset the pools stage builds); the canary mirrors it."""
     return f"datasets/{dataset}" if dataset in pools_datasets else dataset
@@ -73,13 +73,13 @@ def _sources(
 ) -> dict[str, Path]:
     """Each wanted dataset's directory; a dataset that is not there stops the canary, naming where it was looked for."""
     roots = {ds: pools_dir if ds in pools_datasets else pin_dir for ds in wanted}
-    sources = {ds: Path(root) / canary_dir(ds, pools_datasets) for ds, root in roots.items() if root is not None}
+    sources = {ds: Path(root) / _layout(ds, pools_datasets) for ds, root in roots.items() if root is not None}
     missing = [ds for ds in wanted if ds not in sources or not (sources[ds] / "pairs.parquet").exists()]
     if missing or not wanted:
         pinned = sorted(p.name for p in pin_dir.iterdir() if p.is_dir() and (p / "pairs.parquet").exists()) if pin_dir.exists() else []
         where = ", ".join(f"{ds} (looked in {sources.get(ds, 'no pools directory given')})" for ds in missing) or "none"
         raise ConfigError(
-            f"params.yaml flows.canary.datasets (default judge.datasets): {where} not found",
+            f"params.yaml flows.canary.datasets (default: the watched judges' datasets): {where} not found",
             hint=(
                 "run the pin stage first (the pools stage for a dataset it builds); "
                 f"pinned datasets: {', '.join(pinned) or 'none'}; pools datasets: {', '.join(pools_datasets) or 'none'}"
@@ -117,7 +117,7 @@ def build_canary(
         for ds in wanted:
             tables = _subset(sources[ds], ds, canary)
             for name, df in tables.items():
-                rel = f"{canary_dir(ds, pools_datasets)}/{name}.parquet"
+                rel = f"{_layout(ds, pools_datasets)}/{name}.parquet"
                 write_table(tmp / rel, df)
                 outputs[rel] = _KEYS[name]
             summary[ds] = tables["pairs"].height
