@@ -15,6 +15,8 @@ from ._base import (
     NONE,
     OUTCOMES,
     PAIRWISE_SCHEMA,
+    PLANTED_SCHEMA,
+    PLANTED_TABLE,
     POINTWISE_SCHEMA,
     POSITIVE,
     TIE,
@@ -24,6 +26,7 @@ from ._base import (
     JudgeContext,
     JudgeOutput,
     PairItem,
+    Planted,
     PointItem,
     ScoreJudge,
     evidence_digest,
@@ -35,12 +38,12 @@ from ._base import (
 from ._build import Built, build_judges, judge_catalog, validate_judges
 from ..llm import Budget, CallCache, CallClaim, Sampling, call_key, endpoint_id
 from ._cache import verify_caches
-from ._dry_run import DryRun, JudgeEstimate, JudgeRunParams, dry_run_judges, dry_run_stage, judge_run_params
+from ._dry_run import DryRun, JudgeEstimate, JudgeRunParams, dataset_dirs, dry_run_judges, dry_run_stage, judge_run_params
 from ._llm import LLMArgs, LLMJudge
 from ._prompts import load_prompt, parse_verdict, prompt_names
 from ._protocol import ORDERS, Call, CallResult, VoteJudge
 from ._registry import Lazy, Registry
-from ._run import JudgeMap, JudgeRun, failed_calls, failure_line, judge_stage_inputs, load_items, run_judges
+from ._run import DatasetDirs, JudgeMap, JudgeRun, failed_calls, failure_line, judge_stage_inputs, load_items, run_judges
 
 __all__ = [
     "AGENT_COLUMNS",
@@ -52,6 +55,8 @@ __all__ = [
     "ORDERS",
     "OUTCOMES",
     "PAIRWISE_SCHEMA",
+    "PLANTED_SCHEMA",
+    "PLANTED_TABLE",
     "POINTWISE_SCHEMA",
     "POSITIVE",
     "TIE",
@@ -77,6 +82,7 @@ __all__ = [
     "LLMArgs",
     "LLMJudge",
     "PairItem",
+    "Planted",
     "PointItem",
     "Price",
     "Registry",
@@ -94,6 +100,8 @@ __all__ = [
     "judge_catalog",
     "judge_run_params",
     "judge_stage_inputs",
+    "DatasetDirs",
+    "dataset_dirs",
     "judges_row",
     "load_items",
     "load_prompt",

@@ -65,6 +65,8 @@ __all__ = [
     "NONE",
     "OUTCOMES",
     "PAIRWISE_SCHEMA",
+    "PLANTED_SCHEMA",
+    "PLANTED_TABLE",
     "POINTWISE_SCHEMA",
     "POSITIVE",
     "TIE",
@@ -76,6 +78,7 @@ __all__ = [
     "JudgeContext",
     "JudgeOutput",
     "PairItem",
+    "Planted",
     "PointItem",
     "ScoreJudge",
     "evidence_digest",
@@ -103,8 +106,10 @@ AGENT_COLUMNS: dict[str, pl.DataType] = {
     "n_queries": pl.Int64,
     "n_tokens": pl.Int64,
     "citations": pl.String,
+    "evidence_truncated_chars": pl.Int64,
 }
-"""Effort and grounding of search agents (judges/agents), summed over a row's decisions; null for other judges."""
+"""Effort and grounding of search agents (judges/agents), summed over a row's decisions; null for other judges.
+`evidence_truncated_chars`: characters of fetched text the agent's prompt bounds cut (0: nothing was cut)."""
 CITATION_KEYS = ("order", "vote", "title", "doc_id", "retrieved")
 """Keys of one `citations` entry (docs/design/tables.md)."""
 
@@ -172,6 +177,28 @@ JUDGES_SCHEMA: dict[str, pl.DataType] = {
 # -- inputs ------------------------------------------------------------------------------------------
 
 
+PLANTED_TABLE = "planted.parquet"
+"""A probe dataset's planted documents (the probe stage writes it; `judges.load_items` attaches them to ideas)."""
+PLANTED_SCHEMA: dict[str, pl.DataType] = {
+    "dataset": pl.String,
+    "idea_id": pl.String,
+    "doc_id": pl.String,
+    "title": pl.String,
+    "abstract": pl.String,
+    "template_id": pl.String,
+}
+
+
+@dataclass(frozen=True)
+class Planted:
+    """A document the injection probe plants among what a judge retrieves for an idea (docs/design/probe.md)."""
+
+    doc_id: str
+    """`probe:<template id>`: how the probe metrics find out whether the judge was shown it."""
+    title: str
+    abstract: str
+
+
 @dataclass(frozen=True)
 class Idea:
     """One idea as a judge sees it."""
@@ -181,6 +208,9 @@ class Idea:
     text: str
     text_digest: str
     area: str | None = None
+    planted: tuple[Planted, ...] = ()
+    """Probe datasets only (the probe stage's planted.parquet): documents put first in every search result or
+    retrieved block a judge gets for this idea; empty everywhere else."""
 
 
 @dataclass(frozen=True)
@@ -293,6 +323,8 @@ class AgentEffort:
     tokens: int
     citations: tuple[Mapping[str, Any], ...]
     """One entry per NEGATIVE pointwise decision, or per pairwise decision that cites (CITATION_KEYS)."""
+    truncated_chars: int = 0
+    """Characters of fetched text the prompt bounds cut, over the row's decisions."""
 
     def columns(self) -> dict[str, Any]:
         for c in self.citations:
@@ -304,6 +336,7 @@ class AgentEffort:
             "n_queries": int(self.queries),
             "n_tokens": int(self.tokens),
             "citations": orjson.dumps(cites, option=orjson.OPT_SORT_KEYS).decode(),
+            "evidence_truncated_chars": int(self.truncated_chars),
         }
 
 
@@ -342,7 +375,7 @@ def pairwise_row(
     evidence_parts: Mapping[str, str],
     call_digests: Sequence[str] = (),
     provider_model: str | None = None,
-    cost_usd: float = 0.0,
+    cost_usd: float | None = 0.0,
     evidence_titles: Sequence[str] = (),
     error_reasons: Sequence[str] = (),
     evidence_docs: Sequence[Mapping[str, Any]] = (),
@@ -384,7 +417,7 @@ def pairwise_row(
         "code_digest": judge.code_digest,
         "call_digests": list(call_digests),
         "provider_model": provider_model,
-        "cost_usd": float(cost_usd),
+        "cost_usd": None if cost_usd is None else float(cost_usd),
         "evidence_titles": list(evidence_titles),
         "evidence_docs": evidence_docs_json(evidence_docs),
         **_agent_columns(agent),
@@ -401,7 +434,7 @@ def pointwise_row(
     evidence_parts: Mapping[str, str],
     error_reasons: Sequence[str] = (),
     evidence_docs: Sequence[Mapping[str, Any]] = (),
-    cost_usd: float = 0.0,
+    cost_usd: float | None = 0.0,
     agent: AgentEffort | None = None,
 ) -> dict[str, Any]:
     """One pointwise.parquet row (`error_reasons`, `evidence_docs`, `cost_usd`, `agent` as in `pairwise_row`)."""
@@ -425,7 +458,7 @@ def pointwise_row(
         "evidence_digest": evidence_digest(evidence_parts),
         "code_digest": judge.code_digest,
         "evidence_docs": evidence_docs_json(evidence_docs),
-        "cost_usd": float(cost_usd),
+        "cost_usd": None if cost_usd is None else float(cost_usd),
         **_agent_columns(agent),
     }
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["accuracy_chart", "order_flip_chart", "flip_matrix_chart", "cost_chart", "spread_chart", "forest_chart", "disagreement_chart",
+__all__ = ["candidate_chart", "accuracy_chart", "order_flip_chart", "flip_matrix_chart", "cost_chart", "spread_chart", "forest_chart", "disagreement_chart",
            "to_svg", "KINDS"]
 
 _WIDTH = 520
@@ -52,9 +52,12 @@ def _height(n: int) -> int:
     return max(60, 22 * n)
 
 
-def _kind_scales(alt: Any) -> tuple[Any, Any]:
-    color = alt.Color("kind:N", title=None, scale=alt.Scale(domain=list(KINDS), range=list(_KIND_COLORS)))
-    shape = alt.Shape("kind:N", title=None, scale=alt.Scale(domain=list(KINDS), range=list(_KIND_SHAPES)))
+def _kind_scales(alt: Any, rows: list[dict[str, Any]]) -> tuple[Any, Any]:
+    """Colour and shape by kind; the legend lists only the kinds drawn (each keeps its colour and shape)."""
+    drawn = [i for i, k in enumerate(KINDS) if any(r.get("kind") == k for r in rows)] or list(range(len(KINDS)))
+    domain = [KINDS[i] for i in drawn]
+    color = alt.Color("kind:N", title=None, scale=alt.Scale(domain=domain, range=[_KIND_COLORS[i] for i in drawn]))
+    shape = alt.Shape("kind:N", title=None, scale=alt.Scale(domain=domain, range=[_KIND_SHAPES[i] for i in drawn]))
     return color, shape
 
 
@@ -65,7 +68,7 @@ def _interval_chart(rows: list[dict[str, Any]], value: str, title: str, band: tu
     order = [r["label"] for r in rows]
     x = alt.X(f"{value}:Q", title=title, scale=alt.Scale(domain=[0, 1]))
     y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
-    color, shape = _kind_scales(alt)
+    color, shape = _kind_scales(alt, rows)
     layers = []
     if band is not None:
         # The controls' range drawn across the whole plot: the floor a judge must clear (never thinner than visible).
@@ -89,6 +92,20 @@ def accuracy_chart(rows: list[dict[str, Any]], band: tuple[float, float] | None 
     """rows (sorted, one dataset): label, kind, strict_accuracy, ci_low, ci_high; band: the controls' min–max."""
     return _interval_chart(rows, "strict_accuracy", "strict accuracy (95% interval; grey band: controls)", band,
                            "control judges")
+
+
+def candidate_chart(rows: list[dict[str, Any]], band: tuple[float, float] | None) -> Any:
+    """rows (display order): label, kind, candidate_win_rate, ci_low, ci_high, tie_rate; band: the win rate's min–max
+    over the judge configurations (controls left out). Ties beside, on their own axis: never part of a win."""
+    alt = _alt()
+    wins = _interval_chart(rows, "candidate_win_rate", "candidate win rate (95% interval; band: min–max over configurations)",
+                           band, "spread over judge configurations")
+    ties = alt.Chart(alt.Data(values=rows)).mark_bar(color="#9aa7b8").encode(
+        x=alt.X("tie_rate:Q", title="tie rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(tickCount=2)),
+        y=alt.Y("label:N", sort=[r["label"] for r in rows], title=None, axis=None),
+        tooltip=["label:N", "tie_rate:Q"],
+    ).properties(width=110, height=_height(len(rows)))
+    return alt.hconcat(wins, ties, spacing=8)
 
 
 def order_flip_chart(rows: list[dict[str, Any]]) -> Any:
@@ -135,20 +152,29 @@ def spread_chart(rows: list[dict[str, Any]]) -> Any:
     ).properties(width=_WIDTH, height=_height(len({r["backbone"] for r in rows})))
 
 
+_PAIRING = {"paired": ("#1f5fa8", "circle"), "unpaired": ("#6a3d9a", "square")}
+
+
 def forest_chart(rows: list[dict[str, Any]]) -> Any:
-    """rows (one dataset and sweep, display order): label, delta, ci_low, ci_high — each variant's strict accuracy
-    minus its base's, with its paired interval; a rule marks no change."""
+    """rows (one dataset and sweep, display order): label, delta, ci_low, ci_high, comparison ("paired" |
+    "unpaired") — each variant's strict accuracy minus its base's, with its interval (paired or unpaired bootstrap,
+    as sweeps.json gives it); a rule marks no change. The legend lists only the comparisons drawn."""
     alt = _alt()
     order = [r["label"] for r in rows]
     reach = 1.05 * max([0.05, *(abs(float(r[k])) for r in rows for k in ("delta", "ci_low", "ci_high"))])
     scale = alt.Scale(domain=[-reach, reach], nice=False)
-    title = "strict accuracy − base's (95% paired interval)"
+    title = "strict accuracy − base's (95% bootstrap interval)"
+    drawn = [k for k in _PAIRING if any(r.get("comparison", "paired") == k for r in rows)]
+    color = alt.Color("comparison:N", title=None, scale=alt.Scale(domain=drawn, range=[_PAIRING[k][0] for k in drawn]))
+    shape = alt.Shape("comparison:N", title=None, scale=alt.Scale(domain=drawn, range=[_PAIRING[k][1] for k in drawn]))
+    rows = [{"comparison": "paired", **r} for r in rows]
     y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
     base = alt.Chart(alt.Data(values=rows))
     zero = alt.Chart(alt.Data(values=[{"x": 0.0}])).mark_rule(color="#7a7a7a", strokeDash=[4, 3]).encode(x=alt.X("x:Q", scale=scale, title=title))
-    ci = base.mark_rule(strokeWidth=2, color=_KIND_COLORS[0]).encode(x=alt.X("ci_low:Q", scale=scale, title=title), x2="ci_high:Q", y=y)
-    dot = base.mark_point(filled=True, size=60, opacity=1, color=_KIND_COLORS[0]).encode(
-        x=alt.X("delta:Q", scale=scale, title=title), y=y, tooltip=["label:N", "delta:Q", "ci_low:Q", "ci_high:Q", "n_items:Q"])
+    ci = base.mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", scale=scale, title=title), x2="ci_high:Q", y=y, color=color)
+    dot = base.mark_point(filled=True, size=60, opacity=1).encode(
+        x=alt.X("delta:Q", scale=scale, title=title), y=y, color=color, shape=shape,
+        tooltip=["label:N", "comparison:N", "delta:Q", "ci_low:Q", "ci_high:Q", "n_items:Q"])
     return alt.layer(zero, ci, dot).properties(width=_WIDTH, height=_height(len(rows)))
 
 

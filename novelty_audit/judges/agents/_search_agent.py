@@ -26,6 +26,7 @@ import orjson
 from pydantic import Field, model_validator
 
 from ...artifacts import digest_bytes
+from ...config import REASONING_EFFORTS
 from ...llm import (
     TRUNCATING_FINISH,
     Reply,
@@ -33,9 +34,10 @@ from ...llm import (
     Sampling,
     Tool,
     ToolCall,
+    check_anthropic_sampling,
     tool_result,
 )
-from ...search import ArxivSearchArgs, SearchArgs
+from ...search import NO_PAPERS, ArxivSearchArgs, SearchArgs
 from ...templates import packaged
 from .._base import Idea
 from .._prompts import PromptTemplate, parse_verdict
@@ -92,9 +94,10 @@ class SearchAgentArgs(AgentArgs):
     that no more searches are allowed."""
     max_rounds: int = Field(30, ge=1)
     """LLM turns one decision may take; no answer by then is `undecided` (a runaway loop costs at most this)."""
-    reasoning: Literal["minimal", "low", "medium", "high"] | None = None
-    """Reasoning effort sent to the provider (`reasoning_effort` of OpenAI-compatible chat; reasoning models
-    only); null: not sent. The same as `sampling.reasoning_effort`, which it fills in."""
+    reasoning: Literal[REASONING_EFFORTS] | None = None  # type: ignore[valid-type]
+    """Reasoning effort (none | minimal | low | medium | high | xhigh | max): `reasoning_effort` of OpenAI-compatible
+    chat, extended thinking with the `anthropic` provider (docs/judges.md); null: not sent. The same as
+    `sampling.reasoning_effort`, which it fills in."""
     orders: Literal["both", "forward", "reverse"] = "both"
     """Pairwise presentation orders asked (each a decision of its own), as for the prompted judges."""
     input_form: Literal["text", "plan"] = "text"
@@ -107,10 +110,8 @@ class SearchAgentArgs(AgentArgs):
         effort = self.sampling.reasoning_effort
         if self.reasoning is not None and effort is not None and effort != self.reasoning:
             raise ValueError(f"reasoning {self.reasoning!r} and sampling.reasoning_effort {effort!r} disagree; set one")
-        if self.provider == "anthropic" and (self.reasoning or effort):
-            # The call layer's Messages provider sends no effort field: accepting it would change call keys
-            # and config digests without changing what the model is asked.
-            raise ValueError("the anthropic provider sends no reasoning effort; drop `reasoning` (a thinking budget goes in sampling.extra)")
+        if self.provider == "anthropic":
+            check_anthropic_sampling(self.turn_sampling())  # the effort becomes a thinking budget max_tokens must exceed
         return self
 
     def turn_sampling(self) -> Sampling:
@@ -263,14 +264,15 @@ class SearchAgentJudge(AgentJudge):
                 outcome, choice, note = classify(call.task, reply)
                 return run.end(outcome, choice=choice, detail=note, citation=parse_citation(reply.text))
             messages.append(reply.turn())
+            share = max(1, a.max_turn_chars // len(reply.tool_calls))  # the turn's bound, split over its tool results
             for tool_call in reply.tool_calls:
-                answer, failure = await self._tool(tool_call, run, titles)
+                answer, failure = await self._tool(tool_call, run, titles, share, self.planted(call.shown))
                 if failure is not None:
                     return run.end("error", error_reason=f"search: {failure}", detail=f"search {read_query(tool_call)!r} failed: {failure}")
                 messages.append(tool_result(tool_call.id, answer))
         return run.end("undecided", detail=f"no answer after max_rounds={a.max_rounds} turns")
 
-    async def _tool(self, call: ToolCall, run: Tally, titles: tuple[str, ...]) -> tuple[str, str | None]:
+    async def _tool(self, call: ToolCall, run: Tally, titles: tuple[str, ...], max_chars: int, plant: tuple[Any, ...] = ()) -> tuple[str, str | None]:
         """(the tool's answer, a search failure or None) for one tool call."""
         if call.name != self.tool.name:
             return UNKNOWN_TOOL.format(name=call.name), None
@@ -279,11 +281,12 @@ class SearchAgentJudge(AgentJudge):
             return BAD_ARGUMENTS, None
         if self.args.max_queries is not None and len(run.searches) >= self.args.max_queries:
             return NO_MORE_SEARCHES.format(n=self.args.max_queries), None
-        result = await self.search.search_async(query, exclude_title=titles)  # a pair: both ideas' own papers
+        result = await self.search.search_async(query, exclude_title=titles, plant=plant)  # a pair: both ideas' own papers
         if not result.ok:
             return "", result.failure
         run.searches.append(result)
-        return result.text(self.args.max_chars), None
+        blocks = [f"{i}: {p.block(self.args.max_chars)}" for i, p in enumerate(result.papers)]
+        return self.show(run, blocks, "search results", empty=NO_PAPERS, max_turn_chars=max_chars), None
 
 
 def search_agent(ctx: Any, **args: Any) -> SearchAgentJudge:
