@@ -32,7 +32,7 @@ def to_svg(chart: Any) -> str:
 
     chart = chart.configure_axis(labelFontSize=12, titleFontSize=12).configure_legend(labelFontSize=12, titleFontSize=12)
     # validate=False: the same dict without a JSON-schema pass over it (a fifth of the report stage with a sweep's
-    # dozens of charts); the charts' specs are checked once by the report tests, where validation stays on.
+    # dozens of charts); tests/report holds every spec the report renders to the Vega-Lite schema instead.
     return _stable_ids(vl_convert.vegalite_to_svg(chart.to_dict(validate=False)))
 
 
