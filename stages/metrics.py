@@ -4,12 +4,12 @@ dvc.yaml: `metrics`; params.yaml: `metrics:`; outputs: artifacts/metrics/{metric
 pairs.parquet, comparisons.parquet, flip_matrix.parquet, prompt_sensitivity.parquet, error_reasons.parquet,
 definitions.json, sweeps.json}.
 
-`metrics.json` is also published to `params.metrics.report` (reports/metrics.json, declared under
-`metrics:` in dvc.yaml with cache: false) so `dvc metrics show/diff` read it. The path comes from
-params because `run`'s signature is shared by every stage; the copy is byte-identical to the
-manifested artifact and is rewritten on reuse too, so it always matches the current outputs.
-`sweeps.json` (each `judge.sweeps` variant against its base; `{}` without sweeps, so the DVC metrics file always
-exists) is published the same way next to it (reports/sweeps.json).
+The headline of `metrics.json` (a few figures per dataset and judge) is published to `params.metrics.report`
+(reports/metrics/<dataset>/<judge>.json, declared under `metrics:` in dvc.yaml with cache: false) so `dvc metrics
+show/diff` and `dvc exp show` print one short row per judge; every reader of the full table reads the artifact. The
+path comes from params because `run`'s signature is shared by every stage; the files are rewritten on reuse too, so
+they always match the current outputs. `sweeps.json` (each `judge.sweeps` variant against its base) is published
+as a byte copy beside the folder (reports/sweeps.json).
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ from novelty_audit.artifacts import (
     Store,
     publish_copy,
     execute_stage,
+    read_json,
     write_json,
     write_table,
 )
 from novelty_audit.errors import ManifestMismatchError
-from novelty_audit.metrics import PROBE_DEFINITIONS, compute_metrics, probe_metrics, sweeps_json
+from novelty_audit.metrics import PROBE_DEFINITIONS, compute_metrics, probe_metrics, publish_headline, sweeps_json
 from novelty_audit.novbench import NOVBENCH_OUTPUTS, novbench_inputs, resolve_fluency, score_reviews
 from novelty_audit.params import Params, section_payload
 from novelty_audit.probe import PROBE_SUFFIX
@@ -132,7 +133,7 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         compute=compute,
         force=force,
     )
-    publish_copy(Path(out_dir) / "metrics.json", params.metrics.report)
+    publish_headline(read_json(Path(out_dir) / "metrics.json"), params.metrics.report, artifacts_root=Path(out_dir).parent)
     publish_copy(Path(out_dir) / "sweeps.json", Path(params.metrics.report).with_name("sweeps.json"))
     return manifest
 

@@ -25,6 +25,7 @@ from ._estimates import (
     wilson_interval,
 )
 from ._probe import PROBE_DEFINITIONS, PROBE_PAIR_SCHEMA, ProbeMetrics, probe_metrics
+from ._headline import HEADLINE_KEYS, headline_rows, publish_headline
 from ._files import ExportResult, FlipsReport, QualityReport, export_gold, export_verdicts, flips_report, quality_report, read_verdict_file
 from ..config import MetricsParams
 from ._registry import METRICS, MetricSpec, metric
@@ -33,6 +34,9 @@ from ._tables import TABLE_FORMATS, TABLE_KINDS, PaperTable, fmt_value, paper_ta
 from ._views import PairwiseView, PointwiseView, pairwise_view, pointwise_view
 
 __all__ = [
+    "HEADLINE_KEYS",
+    "headline_rows",
+    "publish_headline",
     "TABLE_FORMATS",
     "TABLE_KINDS",
     "PaperTable",

@@ -22,7 +22,7 @@ def world(tmp_path_factory):
                              "gullible-delimited": mock_judge(mock.base_url, guard={"delimit": True}),
                              "gullible-data-notice": mock_judge(mock.base_url, guard={"data_notice": True})})
         run("pin", "probe", "judge", "metrics")
-    return project, json.loads((project / "reports/metrics.json").read_text())["human-only:injection"]
+    return project, json.loads((project / "artifacts/metrics/metrics.json").read_text())["human-only:injection"]
 
 
 def test_a_gullible_judge_follows_direct_instructions_and_ignores_neutral_padding(world):
@@ -53,7 +53,7 @@ def test_controls_get_probe_figures_and_never_an_accuracy_on_the_probe(world):
     assert "strict_accuracy" not in m["gullible"]
     pairs = pl.read_parquet(project / "artifacts/metrics/probe_pairs.parquet")
     assert pairs.filter(pl.col("judge") == "gullible").height == 60
-    full = json.loads((project / "reports/metrics.json").read_text())
+    full = json.loads((project / "artifacts/metrics/metrics.json").read_text())
     assert "strict_accuracy" in full["human-only"]["gullible"]
 
 
