@@ -26,7 +26,9 @@ import importlib.metadata
 import importlib.util
 import io
 import os
+import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -184,6 +186,8 @@ class SentenceTransformerEmbedder:
         # A pinned file of vectors (`PinnedFile`) that pre-fills `cache` before the corpus is embedded (`_shipped`).
         self.shipped, self.shipped_where = shipped, shipped_where
         self.shipped_facts: dict[str, Any] | None = None
+        self.progress_label: str | None = None
+        """Set (by the judge, when judge.progress is on): texts missing from the cache are embedded with progress."""
 
     @property
     def model_id(self) -> str:
@@ -203,15 +207,23 @@ class SentenceTransformerEmbedder:
             self._model = st.SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
         return self._model
 
-    def _encode_uncached(self, texts: list[str]) -> np.ndarray:
+    def _encode_uncached(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
         if not self.can_embed:
             raise MissingDependencyError(
                 f"embedding model {self.name}: {len(texts)} text(s) are not among the shipped or cached vectors, and embedding "
                 "them needs sentence-transformers, which is not installed", hint=EMBED_HINT)  # fmt: skip
         self.encoder_calls += 1
         self.texts_encoded += len(texts)
-        vecs = self._load().encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                   normalize_embeddings=True, show_progress_bar=False)
+        model = self._load()
+        # One encode call whatever the count (its batches, and so its vectors' last bits, must not depend on how the
+        # progress is shown): sentence-transformers' own bar on a terminal, a line before and after otherwise.
+        if progress and not sys.stderr.isatty():
+            print(f"{self.progress_label}: embedding {len(texts)} new texts with {self.name}", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        vecs = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                            show_progress_bar=progress and sys.stderr.isatty())  # fmt: skip
+        if progress and not sys.stderr.isatty():
+            print(f"{self.progress_label}: {len(texts)} texts embedded in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -227,7 +239,9 @@ class SentenceTransformerEmbedder:
         if missing:
             # Sorted by digest so the batch a text lands in does not depend on the caller's order.
             order = sorted(missing)
-            vecs = self._encode_uncached([missing[d] for d in order])
+            # A bar for more than a few batches (~10 s on 2 cores); a handful of texts is done before it would show.
+            show = self.progress_label is not None and len(order) > 4 * self.batch_size
+            vecs = self._encode_uncached([missing[d] for d in order], progress=show)
             self.cache.put(self.model_id, order, vecs, texts=[missing[d] for d in order])
             found.update(zip(order, vecs))
         if not texts:

@@ -571,6 +571,8 @@ def _build(ctx: JudgeContext, backend: str, model: type[DistanceArgs], args: dic
         embedder = SentenceTransformerEmbedder(cfg.model, revision=cfg.revision, cache=embedding_cache(ctx.cache_dir),
                                                batch_size=cfg.batch_size, shipped=cfg.vectors, shipped_where=where,
                                                shipped_model_id=recorded)  # fmt: skip
+        if ctx.progress:
+            embedder.progress_label = f"judge {ctx.name}"
     return DistanceJudge(ctx, backend, cfg, embedder)
 
 

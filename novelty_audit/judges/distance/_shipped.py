@@ -35,6 +35,7 @@ import orjson
 from ...artifacts import atomic_write_bytes, digest_bytes
 from ...config import JudgeParams, PinnedFile
 from ...errors import BadInputError, ConfigError, NoveltyAuditError, PinMismatchError
+from ...progress import Progress
 from ._embed import EmbeddingCache, SentenceTransformerEmbedder, pack_texts, text_digest, unpack_texts
 
 __all__ = ["FORMAT", "CHECK_ATOL", "ShippedGroup", "ShippedEmbeddings", "EmbeddingsReport", "read_shipped", "shipped_model_id", "install_shipped",
@@ -333,8 +334,6 @@ def check_embeddings(jp: JudgeParams) -> EmbeddingsReport:
         if emb.model_id != shipped.model_id:
             report.problems.append(f"{path}: built with model id {shipped.model_id}, the judges compute {emb.model_id}: "
                                    "judges ignore it (compared anyway below)")  # fmt: skip
-        from ._shards import Progress
-
         started, identical, within, worst = time.perf_counter(), 0, 0, 0.0
         bar = Progress(f"embeddings check {path}", shipped.n_texts)
         try:
