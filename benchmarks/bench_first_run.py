@@ -1,4 +1,4 @@
-"""A newcomer's first `dvc repro`: a fresh clone with empty caches, timed per stage (issue 30, goal ≤ 90 s).
+"""A newcomer's first `dvc repro`: a fresh clone with empty caches, timed per stage (goal ≤ 90 s).
 
 Usage: python benchmarks/bench_first_run.py [--source head|worktree] [--no-shipped] [--keep]
 

@@ -108,7 +108,7 @@ def test_dvc_deps_cover_every_module_in_each_stage_code_digest():
 
 def test_every_identity_input_of_every_stage_is_a_dvc_dep_of_that_stage(repro):
     """The default params (every judge and section as shipped, sizes cut), every stage: what a stage hashed into its
-    identity, DVC watches (issue 9.6)."""
+    identity, DVC watches."""
     root, _, _ = repro
     declared = declared_stages(root / "dvc.yaml")
     for name, spec in declared.items():

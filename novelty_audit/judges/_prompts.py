@@ -48,7 +48,7 @@ __all__ = [
 LABELS = ("A", "B")
 FORMAT_VERSION = "v2"
 """Output contracts `format-<reasoning>-v2.txt`. v1 showed `{"answer": "A"}  (or {"answer": "B"})`, which a
-model could echo and an older parser read as a vote (issue 17); v2 shows a placeholder that is no verdict."""
+model could echo and an older parser read as a vote; v2 shows a placeholder that is no verdict."""
 EXAMPLE_VERSION = "v1"
 """Verdict forms `verdict-<task>-v1.txt`, put into the contract at `{{verdict_example}}`."""
 JUDGE_TEMPLATE_PREFIXES = ("pairwise-", "pointwise-", "format-", "verdict-", "guard-", "agent-")

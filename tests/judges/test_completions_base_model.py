@@ -1,4 +1,4 @@
-"""Completions mode as a real base model answers it (issue 25, item 7).
+"""Completions mode as a real base model answers it.
 
 A completions prompt ends with "Answer:". A small base model (Gemma 3 270M behind llama.cpp) continues it
 with a newline first and the label on the next line ('\\nA', '\\nA.'), and a blank line after it. The mock

@@ -1,4 +1,4 @@
-"""Shipped embeddings (args.vectors, issue 30): a pinned file of cache entries pre-fills the embedding cache.
+"""Shipped embeddings (args.vectors): a pinned file of cache entries pre-fills the embedding cache.
 
 Used, it replaces embedding and changes no verdict; tampered, it is refused before any vector of it is read;
 built with another model id, it is ignored and everything is embedded; a changed corpus reuses only the

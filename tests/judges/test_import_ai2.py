@@ -1,4 +1,4 @@
-"""Done-when of issue 13: a file in the Ai2 expert-annotation format imports with no hand-written join.
+"""A file in the Ai2 expert-annotation format imports with no hand-written join.
 
 The file is built from the embedded benchmark: shown orders swapped on every other row (as in the release),
 the expert agreeing with gold on every row, a model's `predicted` column right on two rows in three, and one

@@ -173,7 +173,7 @@ def test_a_completion_with_anything_else_that_could_be_a_vote_or_a_placeholder_i
 
 PROMPTS = resources.files("novelty_audit").joinpath("prompts")
 LEGACY_EXAMPLES = ['{"answer": "A"}  (or {"answer": "B"})', '{"answer": "yes"}  (or {"answer": "no"})']
-"""The v1 format examples a real model echoed back, read as a vote by the old parser (issue 17)."""
+"""The v1 format examples a real model echoed back, read as a vote by the old parser."""
 
 
 def packaged_examples() -> list[tuple[str, str]]:
