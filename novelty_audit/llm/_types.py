@@ -50,7 +50,8 @@ class Sampling(Frozen):
     reasoning_effort: str | None = None
     """Provider reasoning setting for reasoning models (e.g. low | medium | high); None: not sent."""
     extra: dict[str, Any] = Field(default_factory=dict)
-    """Further request-body fields sent as is (e.g. {top_k: 40} for vLLM, {stop: ["\\n\\n"]} for a base model)."""
+    """Further request-body fields sent as is (e.g. {top_k: 40} for vLLM, {grammar: 'root ::= " "? [^ \\n] [^\\n]*'} for a base model
+    behind llama.cpp: one answer line whose first character is no blank; README, local model)."""
 
 
 @dataclass(frozen=True)
