@@ -19,6 +19,15 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")]
 
 
+def _seconds(value: Optional[float]) -> Optional[float]:
+    # click's FloatRange lets NaN through (it compares false with every bound) and infinity means "forever".
+    import math
+
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise typer.BadParameter(f"{value} is not a finite number of seconds ≥ 0")
+    return value
+
+
 def _json(value) -> None:
     sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
 
@@ -55,7 +64,7 @@ def stage(
     force: Annotated[bool, typer.Option(help="compute even if the identity is already known")] = False,
     wait: Annotated[
         Optional[float],
-        typer.Option("--wait", help="seconds to wait while another run holds the stage's lock (default 300, or NOVELTY_AUDIT_LOCK_TIMEOUT)"),
+        typer.Option("--wait", callback=_seconds, help="seconds to wait while another run holds the stage's lock (default 300, or NOVELTY_AUDIT_LOCK_TIMEOUT)"),
     ] = None,
     limit: Annotated[
         Optional[int],

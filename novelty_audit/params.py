@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, field_validator, model_serializer, model_validator
 
 from .config import (
     DATASET_NAMES,
@@ -24,6 +24,7 @@ from .config import (
     ProbeParams,
     ReportParams,
     SignalsParams,
+    check_name,
     safe_load_unique,
 )
 from .errors import ConfigError
@@ -32,6 +33,7 @@ __all__ = [
     "Frozen",
     "StoreParams",
     "DatasetPin",
+    "VariantOf",
     "PublishedPin",
     "PinParams",
     "Params",
@@ -80,6 +82,18 @@ class PublishedPin(Frozen):
     holds the original, change and del sets' rows)."""
 
 
+class VariantOf(Frozen):
+    """The pinned split another split is a further version of (docs/sweeps.md, "Which base split")."""
+
+    split: str
+    """The original split, a pinned pairwise split: a sweep's `dataset` variant on this split is compared with its
+    base judged there (reports/sweeps.json `compared_on`)."""
+    paired: bool
+    """true: both splits hold the same two papers per pair (same titles, so the same pair and idea ids; e.g. the
+    plan-format rewrite), compared item by item; false: different ideas (e.g. regenerated low sides), compared as
+    two independent samples (no disagreement, no McNemar)."""
+
+
 class DatasetPin(Frozen):
     """One benchmark split and where it comes from."""
 
@@ -98,6 +112,9 @@ class DatasetPin(Frozen):
     """hf only: the dataset config (human-only | human-plus-generated)."""
     published: PublishedPin | None = None
     """novbench only: the study's published results for this dataset (docs/design/novbench.md); null: none shown."""
+    variant_of: VariantOf | None = None
+    """A further split of another pinned split: `{split: <name>, paired: true|false}`; null: an original split
+    (a sweep's `dataset` variant on it is compared with its base on the same split)."""
 
     @model_validator(mode="after")
     def _hf_needs_revision(self) -> "DatasetPin":
@@ -106,6 +123,8 @@ class DatasetPin(Frozen):
         if self.published is not None and self.source != "novbench":
             raise ValueError("published: only a novbench dataset takes published results here (the Ai2 splits' "
                              "published figures are rows of report.published naming their dataset)")
+        if self.variant_of is not None and self.source == "novbench":
+            raise ValueError("variant_of: only a pairwise split is a variant of another split")
         return self
 
     @model_serializer(mode="wrap")
@@ -113,6 +132,8 @@ class DatasetPin(Frozen):
         out = handler(self)
         if isinstance(out, dict) and self.published is None:
             out.pop("published", None)  # pins without published results keep the params digest they had before
+        if isinstance(out, dict) and self.variant_of is None:
+            out.pop("variant_of", None)  # so do original splits
         return out
 
 
@@ -120,6 +141,31 @@ class PinParams(Frozen):
     datasets: dict[str, DatasetPin]
     on_bad_item: Literal["error", "exclude"] = "error"
     """error: stop and list every bad item; exclude: drop them into exclusions.parquet and go on."""
+
+    @field_validator("datasets")
+    @classmethod
+    def _names(cls, v: dict[str, DatasetPin]) -> dict[str, DatasetPin]:
+        for name in v:
+            check_name(name, "a dataset")  # it names rows, headings and files of every later stage
+        return v
+
+    @model_validator(mode="after")
+    def _variant_of_pinned(self) -> "PinParams":
+        for name, pin in self.datasets.items():
+            of = pin.variant_of
+            if of is None:
+                continue
+            target = self.datasets.get(of.split)
+            if of.split == name or target is None or target.source == "novbench":
+                raise ValueError(f"pin.datasets.{name}.variant_of.split: '{of.split}' is not another pinned pairwise split")
+        return self
+
+    def compared_with(self, split: str) -> tuple[str, bool]:
+        """The split a sweep's `dataset` variant on `split` is compared with its base on, and whether item by item:
+        its `variant_of` (split, paired), or the split itself, paired, for an original split."""
+        pin = self.datasets.get(split)
+        of = pin.variant_of if pin is not None else None
+        return (of.split, of.paired) if of is not None else (split, True)
 
 
 class Params(BaseModel):
@@ -148,6 +194,17 @@ class Params(BaseModel):
         for where, ds in named:
             if ds not in pairwise:
                 raise ValueError(f"{where}: '{ds}' is not a pinned pairwise split (pin.datasets: {', '.join(pairwise)})")
+        # A `dataset` variant is compared with its base on the split its own split is a variant of: the base must be
+        # asked there (named rather than added silently: it may be a paid judge's extra split).
+        for vid, v in self.judge.sweep_variants().items():
+            if "dataset" not in v.knobs:
+                continue
+            split, _ = self.pin.compared_with(v.knobs["dataset"])
+            if split not in self.judge.datasets_of(v.base):
+                raise ValueError(
+                    f"judge.sweeps.{v.sweep}.vary.dataset: '{v.knobs['dataset']}' is compared with base '{v.base}' on "
+                    f"'{split}' (pin.datasets.{v.knobs['dataset']}.variant_of), which '{v.base}' is not asked about: "
+                    f"add '{split}' to judge.datasets or to judge.judges.{v.base}.datasets")
         return self
 
 

@@ -8,8 +8,9 @@ The headline of `metrics.json` (a few figures per dataset and judge) is publishe
 (reports/metrics/<dataset>/<judge>.json, declared under `metrics:` in dvc.yaml with cache: false) so `dvc metrics
 show/diff` and `dvc exp show` print one short row per judge; every reader of the full table reads the artifact. The
 path comes from params because `run`'s signature is shared by every stage; the files are rewritten on reuse too, so
-they always match the current outputs. `sweeps.json` (each `judge.sweeps` variant against its base) is published
-as a byte copy beside the folder (reports/sweeps.json).
+they always match the current outputs. `sweeps.json` (each `judge.sweeps` variant against its base, a dataset variant on the split its split is a variant
+of: `pin.datasets.<split>.variant_of`, in this stage's identity; `{}` without sweeps) is published as a byte copy
+beside the folder (reports/sweeps.json).
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
                                     hint="run the probe stage (novelty-audit stage probe) with the same params as the judge stage")
     novbench_files = novbench_inputs(judge_dir, pin_dir)  # reviews.parquet + the pinned references it is scored against
     variants = params.judge.sweep_variants()  # generated judge id → sweep, base, knobs (empty without sweeps)
+    # A `dataset` variant's split → the split its base is compared on, and whether item by item (pin variant_of).
+    compared_with = {ds: params.pin.compared_with(ds) for ds in sorted({v.knobs["dataset"] for v in variants.values() if "dataset" in v.knobs})}
     lm, lm_reason = resolve_fluency(params.store.root, params.metrics.novbench_clarity_lm) if novbench_files else (None, "no NovBench reviews")
 
     def compute(tmp: Path) -> StageResult:
@@ -97,7 +100,8 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
             write_json(tmp / "novbench.json", nb.details)
             write_table(tmp / "novbench_papers.parquet", nb.papers)
         write_json(tmp / "definitions.json", tables.definitions)
-        write_json(tmp / "sweeps.json", sweeps_json(clean, variants, params.metrics) if variants else {})
+        sweeps = sweeps_json(clean, variants, params.metrics, pointwise=maybe("pointwise.parquet"), compared_with=compared_with) if variants else {}
+        write_json(tmp / "sweeps.json", sweeps)
         for name, df in (
             ("metrics", tables.metrics),
             ("pairs", tables.pairs),
@@ -125,7 +129,8 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         "metrics",
         code_root="stages.metrics",
         params={**section_payload(params, "metrics"), **({"novbench_clarity_lm": lm.name if lm else lm_reason} if novbench_files else {}),
-                **({"sweeps": {vid: v.model_dump(mode="json") for vid, v in sorted(variants.items())}} if variants else {})},
+                **({"sweeps": {vid: v.model_dump(mode="json") for vid, v in sorted(variants.items())}} if variants else {}),
+                **({"sweep_compared_with": {ds: list(c) for ds, c in compared_with.items()}} if compared_with else {})},
         inputs=[StageInput(p, key=k) for p, k in zip(files, _keys(files))] + [StageInput(p, key=_NOVBENCH_KEYS.get(p.name)) for p in novbench_files]
         + [StageInput(p, key=["pair_id"]) for p in probe_files],
         out_dir=out_dir,

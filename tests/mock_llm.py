@@ -355,6 +355,8 @@ class MockLLM(LoopbackServer):
         finish = "length" if fault == "length" else "tool_calls" if calls else "stop"
         if anthropic:
             blocks = [] if content is None else [{"type": "text", "text": content}]
+            if (body.get("thinking") or {}).get("type") == "enabled":  # extended thinking leads the answer, signed
+                blocks.insert(0, {"type": "thinking", "thinking": "Weighing the ideas.", "signature": f"sig-{len(self.requests)}"})
             blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": orjson.loads(c["arguments"])} for c in calls]
             stop = "refusal" if refused else "max_tokens" if fault == "length" else "tool_use" if calls else "end_turn"
             out: dict[str, Any] = {

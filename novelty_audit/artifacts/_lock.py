@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import math
 import os
 import random
 import socket
@@ -43,10 +44,12 @@ def lock_timeout() -> float:
     try:
         value = float(raw)
     except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:  # NaN would compare false with every deadline, inf wait forever
         from ..errors import ConfigError
 
-        raise ConfigError(f"{LOCK_TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
-    return max(0.0, value)
+        raise ConfigError(f"{LOCK_TIMEOUT_ENV}={raw!r} is not a finite number of seconds ≥ 0") from None
+    return value
 
 
 _HELD = threading.local()

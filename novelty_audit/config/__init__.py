@@ -6,7 +6,7 @@ every subsystem whose settings happen to live in params.yaml.
 """
 
 from ._audit import AuditParams
-from ._base import DATASET_NAMES, DuplicateKeyError, Frozen, round_trip_yaml, safe_load_unique
+from ._base import DATASET_NAMES, REASONING_EFFORTS, DuplicateKeyError, Frozen, check_name, round_trip_yaml, safe_load_unique
 from ._flows import BackendLimit, CanaryParams, FlowsParams, SchedulesParams
 from ._judge import CallSettings, GeneratorSpec, JudgeParams, JudgeSpec, Price, check_call_knobs
 from ._metrics import MetricsParams
@@ -14,7 +14,7 @@ from ._probe import PROBE_SUFFIX, ProbeParams, probe_dataset
 from ._pools import GeneratedPoolParams, PercentileRule, PoolRules, PoolsParams, StripParams, TitleBlocklist
 from ._report import ReportParams
 from ._signals import EXTRACTOR_IDS, LLMSpec, PinnedFile, RecoveryParams, SignalsParams
-from ._sweeps import KNOBS as SWEEP_KNOBS, SweepSpec, SweepVariant
+from ._sweeps import KNOB_NOTES as SWEEP_KNOB_NOTES, KNOBS as SWEEP_KNOBS, SweepSpec, SweepVariant
 
 __all__ = [
     "round_trip_yaml",
@@ -22,6 +22,8 @@ __all__ = [
     "DuplicateKeyError",
     "AuditParams",
     "DATASET_NAMES",
+    "REASONING_EFFORTS",
+    "check_name",
     "Frozen",
     "BackendLimit",
     "CanaryParams",
@@ -50,6 +52,7 @@ __all__ = [
     "RecoveryParams",
     "SignalsParams",
     "SWEEP_KNOBS",
+    "SWEEP_KNOB_NOTES",
     "SweepSpec",
     "SweepVariant",
 ]

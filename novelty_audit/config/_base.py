@@ -6,20 +6,43 @@ them can be the first module a process imports (a Dask worker unpickling a Param
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Frozen", "DATASET_NAMES", "DuplicateKeyError", "round_trip_yaml", "safe_load_unique"]
+__all__ = ["Frozen", "DATASET_NAMES", "REASONING_EFFORTS", "DuplicateKeyError", "check_name", "round_trip_yaml", "safe_load_unique"]
 
 DATASET_NAMES = ("human-only", "human-plus-generated")
 
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+"""The reasoning efforts OpenAI's chat API takes (`reasoning_effort`), lowest first; the Anthropic provider maps
+each to an extended-thinking budget (novelty_audit/llm/_anthropic.py, docs/judges.md)."""
+
 
 class Frozen(BaseModel):
-    """Base for config models: immutable, unknown keys rejected."""
+    """Base for config models: immutable, unknown keys rejected, no NaN or infinity in a number field (a
+    `budget_usd: .inf` would be no cap at all, a NaN compares false with every bound)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+def check_name(name: Any, where: str) -> Any:
+    """`name` unchanged when it is one line of visible text; else ValueError naming `where` (the field).
+
+    A name (a judge, a sweep, a dataset, a candidate set) ends up in table rows, headings, CSV and LaTeX cells and
+    file names: a line break or a control character there splits a row or hides text, so it is refused when
+    params load. Refused: control characters (Unicode Cc, which includes newline and tab), format characters
+    (Cf: bidirectional overrides, zero-width marks) and line/paragraph separators (Zl, Zp)."""
+    if not isinstance(name, str):
+        return name  # the field's own type check names it
+    bad = next((c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if bad is not None:
+        raise ValueError(f"{where}: name {name!r} holds the control character U+{ord(bad):04X}; a name is one line of visible text")
+    if not name.strip():
+        raise ValueError(f"{where}: a name cannot be empty or blank")
+    return name
 
 
 def round_trip_yaml() -> Any:

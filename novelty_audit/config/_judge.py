@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, field_validator, model_serializer, model_validator
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, ValidationInfo, field_validator, model_serializer, model_validator
 
-from ._base import DATASET_NAMES, Frozen
+from ._base import DATASET_NAMES, Frozen, check_name
 from ._sweeps import SweepSpec, SweepVariant, expand_sweeps
+
+DEFAULT_MAX_VARIANTS = 500
+"""`judge.max_variants`' default: a few hundred judges, more than the study's grids (6 backbones × ~20 settings)."""
 
 __all__ = ["CallKnobs", "CallSettings", "GeneratorSpec", "JudgeParams", "JudgeSpec", "Price", "check_call_knobs"]
 
@@ -108,6 +111,13 @@ class JudgeSpec(Frozen):
     def _knobs(cls, v: dict[str, Any]) -> dict[str, Any]:
         return check_call_knobs(v)
 
+    @field_validator("datasets")
+    @classmethod
+    def _dataset_names(cls, v: list[str] | None) -> list[str] | None:
+        for i, name in enumerate(v or ()):
+            check_name(name, f"datasets.{i}")
+        return v
+
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
         out = handler(self)
@@ -137,9 +147,9 @@ class GeneratorSpec(Frozen):
 class Price(Frozen):
     """What a model costs, in USD per million tokens."""
 
-    input_per_mtok: float
+    input_per_mtok: float = Field(ge=0)
     """USD per million prompt tokens."""
-    output_per_mtok: float
+    output_per_mtok: float = Field(ge=0)
     """USD per million completion tokens."""
 
 
@@ -161,14 +171,16 @@ class JudgeParams(Frozen):
     """Seed for seeded judges (random control); combined with item ids, never a global seed."""
     limit: int | None = Field(default=None, ge=1)
     """Judge only a seeded subset of N pairs per dataset (smoke runs); pointwise then judges the ideas of those
-    pairs. The same N, seed and pairs give the same subset (pairs ranked by sha256 of seed, dataset and
-    pair id). null: every pair. `novelty-audit stage judge --limit N` sets it for one run."""
+    pairs. The same N, seed and pairs give the same subset (pairs ranked by sha256 of seed and pair id,
+    so splits holding the same pairs keep the same subset). null: every pair. `novelty-audit stage judge --limit N` sets it for one run."""
     refresh: bool = False
     """Bypass every judge's call cache (drift checks); run the stage with --force."""
     budget_usd: float | None = Field(default=None, ge=0)
     """Cap on the cost of new (uncached) API calls in one stage run; the run stops before exceeding it (0: no paid call)."""
     prices: dict[str, Price] = Field(default_factory=dict)
-    """Model name → price; an API judge whose model has no price counts its calls as free."""
+    """Model name → price. An API judge whose model has no price (here or in its args.price) records the cost of its
+    calls as unknown: null in verdict rows, metrics.json and sweeps.json, "unknown" in the report, never 0; the dry
+    run names it; with budget_usd set it is refused (the cap could not be kept)."""
     progress: bool = True
     """Show a progress bar for API judges (stderr only)."""
     on_error: Literal["fail", "record"] = "fail"
@@ -181,8 +193,12 @@ class JudgeParams(Frozen):
     """NovBench `review` task: generator id → spec (expert | import | openai | anthropic | gguf). The id names the
     generator in reviews.parquet and metrics.json; args are checked by novelty_audit.novbench when the stage runs."""
     sweeps: dict[str, SweepSpec] = Field(default_factory=dict)
-    """Sweep name → {base, mode, vary}: each variant becomes a judge `<sweep>/<knob>=<value>` under `judges` when
-    params load (config/_sweeps.py, docs/sweeps.md). Empty by default (a sweep of API judges calls APIs)."""
+    """Sweep name → {base | bases, mode, vary}: each variant becomes a judge `<sweep>/<knob>=<value>` (with
+    `bases`: `<sweep>/<base>/<knob>=<value>`) under `judges` when params load (config/_sweeps.py, docs/sweeps.md).
+    Empty by default (a sweep of API judges calls APIs)."""
+    max_variants: int = Field(default=DEFAULT_MAX_VARIANTS, ge=1, strict=True)
+    """Most judges one sweep, and all sweeps together, may make; checked from the value counts before anything is
+    expanded, so a mistyped grid is refused at once (naming the sweep and its size) instead of filling memory."""
 
     @model_validator(mode="before")
     @classmethod
@@ -191,13 +207,18 @@ class JudgeParams(Frozen):
             return data
         if not isinstance(data["sweeps"], dict):
             return data  # the field's own validation names the problem
+        limit = data.get("max_variants", DEFAULT_MAX_VARIANTS)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            return data  # the field's own validation names it; nothing is expanded without a valid limit
         sweeps: dict[str, SweepSpec] = {}
         for name, raw in data["sweeps"].items():
+            check_name(name, "judge.sweeps: a sweep")  # before the name is printed in any other message
             try:
                 sweeps[name] = SweepSpec.model_validate(raw)
             except ValidationError as exc:
                 why = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
                 raise ValueError(f"judge.sweeps.{name}: {why}") from None
+        _check_sizes(sweeps, limit)
         judges = {k: v.model_dump(mode="python") if isinstance(v, JudgeSpec) else v for k, v in (data.get("judges") or {}).items()}
         declared = {k: v for k, v in judges.items() if "/" not in str(k)}
         variants, info = expand_sweeps(sweeps, declared, JudgeSpec.model_validate)
@@ -218,18 +239,16 @@ class JudgeParams(Frozen):
         out = handler(self)
         if isinstance(out, dict) and not self.sweeps:
             out.pop("sweeps", None)  # a run without sweeps keeps the params digest it had before sweeps existed
+        if isinstance(out, dict) and self.max_variants == DEFAULT_MAX_VARIANTS:
+            out.pop("max_variants", None)  # likewise for the default limit (it decides no result)
         return out
 
     def datasets_of(self, judge: str) -> list[str]:
         """The pinned splits `judge` is asked about: its own `datasets` (a `dataset` variant: that split) or
-        judge.datasets, then, for a sweep's base, every split its sweeps' `dataset` knob names, so each variant
-        has its base's verdicts on the same items (the paired comparison of reports/sweeps.json)."""
+        judge.datasets. A sweep's base is not asked on its dataset variants' splits: each variant is compared
+        with it on the split its split is a variant of (`pin.datasets.<split>.variant_of`, checked when params load)."""
         spec = self.judges.get(judge)
-        own = list(spec.datasets) if spec is not None and spec.datasets is not None else list(self.datasets)
-        for sweep in self.sweeps.values():
-            if sweep.base == judge:
-                own += [d for d in sweep.datasets() if d not in own]
-        return own
+        return list(spec.datasets) if spec is not None and spec.datasets is not None else list(self.datasets)
 
     def run_datasets(self) -> list[str]:
         """Every pinned split a run reads: judge.datasets, then the others an enabled judge is asked about."""
@@ -246,13 +265,21 @@ class JudgeParams(Frozen):
         declared = {k: v.model_dump(mode="python") for k, v in self.judges.items() if "/" not in k}
         return expand_sweeps(self.sweeps, declared, JudgeSpec.model_validate)[1]
 
+    @field_validator("datasets", "probe_datasets", "generators")
+    @classmethod
+    def _names(cls, v: Any, info: ValidationInfo) -> Any:
+        for name in v:  # dataset names, generator ids
+            check_name(name, info.field_name or "name")
+        return v
+
     @field_validator("judges")
     @classmethod
     def _kebab_ids(cls, v: dict[str, JudgeSpec]) -> dict[str, JudgeSpec]:
         import re
 
         for name in v:
-            sweep, slash, rest = name.partition("/")  # a sweep variant: <sweep>/<knob>=<value>[,…]
+            check_name(name, "judge id")
+            sweep, slash, rest = name.partition("/")  # a sweep variant: <sweep>/[<base>/]<knob>=<value>[,…]
             if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", sweep) or (slash and not rest):
                 raise ValueError(f"judge id '{name}' must be lowercase letters, digits, '.', '_' or '-'")
         return v
@@ -269,3 +296,20 @@ class JudgeParams(Frozen):
         if unknown:
             raise ValueError(f"probe_judges: {', '.join(unknown)} not under judge.judges")
         return self
+
+
+def _check_sizes(sweeps: dict[str, SweepSpec], limit: int) -> None:
+    """Refuse a sweep (or all sweeps together) that would make more than `limit` judges, from the value counts."""
+    for name, sweep in sweeps.items():
+        size = sweep.size()
+        if size > limit:
+            counts = " × ".join(str(len(v)) for v in sweep.vary.values()) if sweep.mode == "grid" else \
+                " + ".join(str(len(v)) for v in sweep.vary.values())
+            bases = len(sweep.base_ids())
+            raise ValueError(f"judge.sweeps.{name}: {size:,} variants ({sweep.mode}: {counts} values"
+                             f"{f', × {bases} bases' if bases > 1 else ''}) exceed judge.max_variants {limit:,}; "
+                             "vary fewer values, split the sweep, or raise judge.max_variants")
+    total = sum(s.size() for s in sweeps.values())
+    if total > limit:
+        raise ValueError(f"judge.sweeps: {total:,} variants in all ({len(sweeps)} sweeps) exceed judge.max_variants "
+                         f"{limit:,}; drop a sweep or raise judge.max_variants")

@@ -35,9 +35,9 @@ class TitleBlocklist(Frozen):
 class PercentileRule(Frozen):
     """Per-area percentiles of the papers' mean rating (numpy linear interpolation, inclusive comparisons)."""
 
-    top: float = 90.0
+    top: float = Field(default=90.0, ge=0, le=100)
     """D+ papers must have a mean rating >= this percentile of their area."""
-    bottom: float = 10.0
+    bottom: float = Field(default=10.0, ge=0, le=100)
     """D- papers must have a mean rating <= this percentile of their area."""
     method: Literal["linear"] = "linear"
     """numpy.percentile method; the published construction used linear interpolation."""
@@ -52,9 +52,9 @@ class PoolRules(Frozen):
     """Mean reviewer rating bound (D+: >=, D-: <=)."""
     contribution: float
     """Mean reviewer contribution score bound (D+: >=, D-: <=)."""
-    min_reviews_with_signal: int = 1
+    min_reviews_with_signal: int = Field(default=1, ge=0)
     """At least this many reviews carry a signal of the pool's polarity."""
-    max_reviews_with_opposite: int = 0
+    max_reviews_with_opposite: int = Field(default=0, ge=0)
     """At most this many reviews carry a signal of the opposite polarity."""
     pure_share_above: float = 0.5
     """The share of reviews that are purely of the pool's polarity must be strictly above this."""
@@ -72,9 +72,9 @@ class GeneratedPoolParams(Frozen):
     """jsonl source: the file (one JSON object per line with area, title, text)."""
     llm: LLMSpec = Field(default_factory=LLMSpec)
     """llm source: the model; off unless enabled."""
-    per_area: int = 1
+    per_area: int = Field(default=1, ge=1)
     """llm source: ideas generated per area."""
-    max_words: int = 200
+    max_words: int = Field(default=200, ge=1)
     """llm source: word limit stated in the prompt and checked on the answer."""
 
 

@@ -39,7 +39,7 @@ class LLMSpec(Frozen):
     """Endpoint (None: the SDK default). Part of every call-cache key (normalized; never the key)."""
     api_key_env: str = "OPENAI_API_KEY"
     """Name of the environment variable holding the API key."""
-    temperature: float = 0.0
+    temperature: float = Field(default=0.0, ge=0)
     """Sampling temperature (output-affecting: in the cache key)."""
     max_tokens: int = Field(default=1024, ge=1)
     """Completion budget (output-affecting: in the cache key)."""
@@ -52,9 +52,9 @@ class LLMSpec(Frozen):
 class RecoveryParams(Frozen):
     """How an extracted snippet is matched to a signal the benchmark recorded for the same paper."""
 
-    min_similarity: float = 0.8
+    min_similarity: float = Field(default=0.8, ge=0, le=1)
     """difflib ratio on normalized text above which two sentences count as the same (after containment fails)."""
-    min_words: int = 2
+    min_words: int = Field(default=2, ge=1)
     """A containment match needs the shorter text to have at least this many words."""
 
 

@@ -3,29 +3,35 @@ expanded into real judges when params load.
 
 A sweep `judge.sweeps.<name>: {base: <judge id>, mode: one-at-a-time | grid, vary: {<knob>: [values…]}}` becomes one
 judge per variant under `judge.judges`, id `<name>/<knob>=<value>` (grid: `<name>/<k1>=<v1>,<k2>=<v2>` with knobs in
-`KNOBS` order), spec = the base's spec with the knob(s) changed. Everything downstream (config digest, call cache,
-budget, `judge.limit`, metrics) treats a variant as any other judge. The `dataset` knob is not an arg: it sets the
-variant's own `datasets` (one pinned split), and the judge stage asks the base on that split too, so the variant is
-compared with its base on the same items (docs/design/sweeps.md). Imports nothing of the project but `_base`.
+`KNOBS` order), spec = the base's spec with the knob(s) changed. With `bases: [a, b, …]` instead of `base`, every
+variant is made once per base, id `<name>/<base>/<knob>=<value>`, each compared with its own base. The size of a
+sweep is computed from its value counts before anything is expanded (`SweepSpec.size`, `judge.max_variants`).
+Everything downstream (config digest, call cache, budget, `judge.limit`, metrics) treats a variant as any other
+judge. The `dataset` knob is not an arg: it sets the
+variant's own `datasets` (one pinned split); the variant is compared with its base judged on the split that split is
+a variant of (`pin.datasets.<split>.variant_of`, docs/sweeps.md). Imports nothing of the project but `_base`.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Literal
 
-from pydantic import ValidationError, field_validator
+from pydantic import SerializerFunctionWrapHandler, ValidationError, field_validator, model_serializer, model_validator
 
-from ._base import Frozen
+from ._base import REASONING_EFFORTS, Frozen, check_name
 
-__all__ = ["KNOBS", "SweepSpec", "SweepVariant", "expand_sweeps", "variant_value_text"]
+__all__ = ["KNOBS", "KNOB_NOTES", "SweepSpec", "SweepVariant", "expand_sweeps", "variant_value_text"]
 
 KNOBS: dict[str, tuple[str, ...]] = {
     "model": ("model",),
     "prompt": ("prompt",),
     "pointwise_prompt": ("pointwise_prompt",),
     "votes": ("votes",),
+    "orders": ("orders",),
     "temperature": ("sampling", "temperature"),
+    "reasoning_effort": ("sampling", "reasoning_effort"),
     "guard": ("guard",),
     "reasoning": ("reasoning",),
     "retrieval": ("retrieval",),
@@ -34,16 +40,31 @@ KNOBS: dict[str, tuple[str, ...]] = {
 """Knob → where it lives in the judge's `args` (the order also fixes the order of knobs in a grid variant's id).
 `dataset` (empty path) lives in the spec, not in `args`: the variant's `datasets` becomes `[value]`."""
 
+KNOB_NOTES: dict[str, str] = {
+    "reasoning": "`reasoning` is the answer format of the prompted judges (brief | none); the reasoning budget is "
+                 f"the knob `reasoning_effort` ({' | '.join(REASONING_EFFORTS)})",
+    "reasoning_effort": "it is sent as `sampling.reasoning_effort` (OpenAI: reasoning_effort; Anthropic: extended "
+                        "thinking, whose budget max_tokens must exceed)",
+    "orders": "both: each pair in both slot orders; forward: the published order only (half the calls)",
+}
+"""What a knob means, added to the error when a backend refuses one of its values."""
+
+_ORDERS = ("both", "forward", "reverse")
+
 
 class SweepSpec(Frozen):
-    """One sweep: a base judge and the knobs to vary."""
+    """One sweep: a base judge (or several) and the knobs to vary."""
 
-    base: str
-    """A judge id declared under judge.judges (not another sweep's variant)."""
+    base: str | None = None
+    """A judge id declared under judge.judges (not another sweep's variant). Set `base` or `bases`, not both."""
+    bases: list[str] | None = None
+    """Several declared judges, of any backend: every variant is made once per base (id `<sweep>/<base>/<knob>=…`)
+    and compared with its own base, e.g. each prompt wording on each of six backbones."""
     mode: Literal["one-at-a-time", "grid"] = "one-at-a-time"
     """one-at-a-time: each variant changes one knob of the base (the study's ablations); grid: every combination."""
     vary: dict[str, list[Any]]
-    """Knob → values; knobs: model, prompt, pointwise_prompt, votes, temperature, guard, reasoning, retrieval, dataset
+    """Knob → values; knobs: model, prompt, pointwise_prompt, votes, orders (both | forward), temperature,
+    reasoning_effort (none … xhigh, max), guard, reasoning (the answer format: brief | none), retrieval, dataset
     (a pinned pairwise split's name: the variant is the base's config judged on that split only)."""
 
     @field_validator("vary")
@@ -56,11 +77,61 @@ class SweepSpec(Frozen):
                 raise ValueError(f"{knob}: unknown knob (values {values!r}; knobs: {', '.join(KNOBS)})")
             if not values:
                 raise ValueError(f"{knob}: empty value list")
+            allowed = {"reasoning_effort": (*REASONING_EFFORTS, None), "orders": _ORDERS}.get(knob)
+            bad = [x for x in values if allowed is not None and x not in allowed]
+            if bad:
+                raise ValueError(f"{knob}: value {bad[0]!r} is not one of {', '.join(map(str, allowed or ()))}")
             if knob == "dataset":
                 bad = [x for x in values if not isinstance(x, str) or not x or "/" in x]
                 if bad:
                     raise ValueError(f"dataset: value {bad[0]!r} is not a dataset name (a name under pin.datasets)")
+                for x in values:
+                    check_name(x, "dataset")
         return v
+
+    @field_validator("bases")
+    @classmethod
+    def _bases(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        if not v:
+            raise ValueError("bases: name at least one judge")
+        for b in v:
+            check_name(b, "bases")
+        seen: set[str] = set()
+        for b in v:
+            if b in seen:
+                raise ValueError(f"bases: '{b}' is named twice")
+            seen.add(b)
+        return v
+
+    @model_validator(mode="after")
+    def _one_base_form(self) -> "SweepSpec":
+        if (self.base is None) == (self.bases is None):
+            raise ValueError("set `base: <judge>` or `bases: [<judge>, …]` (one of the two)")
+        if self.base is not None:
+            check_name(self.base, "base")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        if isinstance(out, dict):
+            for unset in ("base", "bases"):
+                if out.get(unset) is None:
+                    out.pop(unset, None)  # a single-`base` sweep keeps the params digest it had before `bases`
+        return out
+
+    def base_ids(self) -> list[str]:
+        """The judges every variant is made from, in the order written."""
+        return [self.base] if self.base is not None else list(self.bases or ())
+
+    def size(self) -> int:
+        """How many judges this sweep makes: computed from the value counts alone, before any expansion, so a
+        10^6 grid is refused at once instead of filling memory."""
+        counts = [len(values) for values in self.vary.values()]
+        per_base = sum(counts) if self.mode == "one-at-a-time" else math.prod(counts)
+        return per_base * len(self.base_ids())
 
     def datasets(self) -> list[str]:
         """The splits this sweep's `dataset` knob names (empty when the knob is not varied)."""
@@ -113,44 +184,56 @@ def _settings(spec: SweepSpec) -> list[dict[str, Any]]:
     return combos
 
 
+def _variant_id(name: str, base: str, several: bool, setting: dict[str, Any]) -> str:
+    knobs = ",".join(f"{k}={variant_value_text(v)}" for k, v in setting.items())
+    return f"{name}/{base}/{knobs}" if several else f"{name}/{knobs}"
+
+
+def _variant_spec(base: dict[str, Any], setting: dict[str, Any]) -> dict[str, Any]:
+    args = dict(base.get("args") or {})
+    extra: dict[str, Any] = {}
+    for knob, value in setting.items():
+        if knob == "dataset":
+            extra["datasets"] = [value]
+        else:
+            args = _set(args, KNOBS[knob], value)
+    return {**base, **extra, "args": args}
+
+
 def expand_sweeps(
     sweeps: dict[str, SweepSpec], judges: dict[str, dict[str, Any]], validate: Any
 ) -> tuple[dict[str, dict[str, Any]], dict[str, SweepVariant]]:
     """The variants' raw judge specs (id → spec as params.yaml would write it) and what each one is.
 
     `judges`: the declared judges as raw mappings; `validate(raw) -> Any` checks one spec (JudgeSpec), raising
-    ValidationError. Errors are ValueError naming the sweep, the knob and the value."""
+    ValidationError. Errors are ValueError naming the sweep, the base, the knob and the value."""
     specs: dict[str, dict[str, Any]] = {}
     info: dict[str, SweepVariant] = {}
     for name, sweep in sweeps.items():
         where = f"judge.sweeps.{name}"
         if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name):
             raise ValueError(f"{where}: a sweep name must be lowercase letters, digits, '.', '_' or '-' (it starts every variant id)")
-        base = judges.get(sweep.base)
-        if base is None or "/" in sweep.base:
-            raise ValueError(f"{where}.base: '{sweep.base}' is not a judge declared under judge.judges")
-        for setting in _settings(sweep):
-            vid = f"{name}/" + ",".join(f"{k}={variant_value_text(v)}" for k, v in setting.items())
-            what = ", ".join(f"knob {k} value {v!r}" for k, v in setting.items())
-            args = dict(base.get("args") or {})
-            extra: dict[str, Any] = {}
-            try:
-                for knob, value in setting.items():
-                    if knob == "dataset":
-                        extra["datasets"] = [value]
-                    else:
-                        args = _set(args, KNOBS[knob], value)
-                spec = {**base, **extra, "args": args}
-                validate(spec)
-            except (ValidationError, ValueError) as exc:
-                why = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)
-                raise ValueError(f"{where}: {what}: {why}") from None
-            if vid in specs:
-                raise ValueError(f"{where}: {what}: two values give the same variant id '{vid}'")
-            declared = judges.get(vid)
-            if declared is not None and declared != spec:
-                raise ValueError(f"{where}: {what}: variant id '{vid}' clashes with a judge declared under judge.judges")
-            specs[vid] = spec
-            info[vid] = SweepVariant(sweep=name, base=sweep.base, knobs=setting)
+        several = sweep.bases is not None
+        for base_id in sweep.base_ids():
+            base = judges.get(base_id)
+            if base is None or "/" in base_id:
+                field = "bases" if several else "base"
+                raise ValueError(f"{where}.{field}: '{base_id}' is not a judge declared under judge.judges")
+            for setting in _settings(sweep):
+                vid = _variant_id(name, base_id, several, setting)
+                what = (f"base {base_id}: " if several else "") + ", ".join(f"knob {k} value {v!r}" for k, v in setting.items())
+                try:
+                    check_name(vid, "variant id")  # a knob value with a line break would split every table row
+                    spec = _variant_spec(base, setting)
+                    validate(spec)
+                except (ValidationError, ValueError) as exc:
+                    why = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)
+                    raise ValueError(f"{where}: {what}: {why}") from None
+                if vid in specs:
+                    raise ValueError(f"{where}: {what}: two values give the same variant id '{vid}'")
+                declared = judges.get(vid)
+                if declared is not None and declared != spec:
+                    raise ValueError(f"{where}: {what}: variant id '{vid}' clashes with a judge declared under judge.judges")
+                specs[vid] = spec
+                info[vid] = SweepVariant(sweep=name, base=base_id, knobs=setting)
     return specs, info
-

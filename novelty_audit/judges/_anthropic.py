@@ -6,7 +6,7 @@ from typing import Any
 
 from ..llm import read_anthropic_answer
 from ._base import Judge, JudgeContext, parse_args
-from ._llm import LLMArgs, LLMJudge
+from ._llm import AnthropicArgs, LLMJudge
 
 __all__ = ["AnthropicJudge", "anthropic_judge", "read_anthropic_answer"]
 
@@ -21,4 +21,4 @@ class AnthropicJudge(LLMJudge):
 
 def anthropic_judge(ctx: JudgeContext, **args: Any) -> Judge:
     """A Claude judge through the Anthropic Messages API."""
-    return AnthropicJudge(ctx, parse_args(LLMArgs, args, ctx))
+    return AnthropicJudge(ctx, parse_args(AnthropicArgs, args, ctx))

@@ -19,7 +19,7 @@ BACKENDS: dict[str, Lazy] = {
     "abstain": Lazy("novelty_audit.judges._controls:abstain", "novelty_audit.judges._controls:ControlArgs"),
     "import": Lazy("novelty_audit.judges._import:import_judge", "novelty_audit.judges._import:ImportArgs"),
     "openai": Lazy("novelty_audit.judges._openai:openai_judge", "novelty_audit.judges._llm:LLMArgs"),
-    "anthropic": Lazy("novelty_audit.judges._anthropic:anthropic_judge", "novelty_audit.judges._llm:LLMArgs"),
+    "anthropic": Lazy("novelty_audit.judges._anthropic:anthropic_judge", "novelty_audit.judges._llm:AnthropicArgs"),
     "gguf-logprob": Lazy("novelty_audit.judges._gguf:gguf_logprob", "novelty_audit.judges._gguf:GgufArgs"),
     "distance-yin": Lazy("novelty_audit.judges.distance._judge:distance_yin", "novelty_audit.judges.distance._judge:DistanceArgs"),
     "distance-knn": Lazy("novelty_audit.judges.distance._judge:distance_knn", "novelty_audit.judges.distance._judge:KnnArgs"),

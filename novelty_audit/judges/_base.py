@@ -342,7 +342,7 @@ def pairwise_row(
     evidence_parts: Mapping[str, str],
     call_digests: Sequence[str] = (),
     provider_model: str | None = None,
-    cost_usd: float = 0.0,
+    cost_usd: float | None = 0.0,
     evidence_titles: Sequence[str] = (),
     error_reasons: Sequence[str] = (),
     evidence_docs: Sequence[Mapping[str, Any]] = (),
@@ -384,7 +384,7 @@ def pairwise_row(
         "code_digest": judge.code_digest,
         "call_digests": list(call_digests),
         "provider_model": provider_model,
-        "cost_usd": float(cost_usd),
+        "cost_usd": None if cost_usd is None else float(cost_usd),
         "evidence_titles": list(evidence_titles),
         "evidence_docs": evidence_docs_json(evidence_docs),
         **_agent_columns(agent),
@@ -401,7 +401,7 @@ def pointwise_row(
     evidence_parts: Mapping[str, str],
     error_reasons: Sequence[str] = (),
     evidence_docs: Sequence[Mapping[str, Any]] = (),
-    cost_usd: float = 0.0,
+    cost_usd: float | None = 0.0,
     agent: AgentEffort | None = None,
 ) -> dict[str, Any]:
     """One pointwise.parquet row (`error_reasons`, `evidence_docs`, `cost_usd`, `agent` as in `pairwise_row`)."""
@@ -425,7 +425,7 @@ def pointwise_row(
         "evidence_digest": evidence_digest(evidence_parts),
         "code_digest": judge.code_digest,
         "evidence_docs": evidence_docs_json(evidence_docs),
-        "cost_usd": float(cost_usd),
+        "cost_usd": None if cost_usd is None else float(cost_usd),
         **_agent_columns(agent),
     }
 

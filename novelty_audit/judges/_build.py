@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from ..config import JudgeParams
+from ..config import SWEEP_KNOB_NOTES, SWEEP_KNOBS, JudgeParams, SweepVariant
 from ..errors import ConfigError, MissingDependencyError, UnknownNameError
 from ._backends import JUDGES
 from ._base import Judge, JudgeContext
@@ -36,6 +36,7 @@ def validate_judges(jp: JudgeParams, *, source: str = "params.yaml") -> None:
     problems: list[str] = []
     hints: list[str] = []
     unknown_only = True
+    variants = jp.sweep_variants()
     for name, spec in sorted(jp.judges.items()):
         if spec.backend not in JUDGES.names():
             err = JUDGES.unknown(spec.backend)
@@ -45,19 +46,55 @@ def validate_judges(jp: JudgeParams, *, source: str = "params.yaml") -> None:
         model = JUDGES.args_model(spec.backend)
         if model is None:
             continue
+        variant = variants.get(name)
+        refused = _unhonoured_knob(model, variant.knobs) if variant is not None else None
+        if refused is not None:
+            unknown_only = False
+            knob, path = refused
+            problems.append(f"{_sweep_where(variant, spec.backend, knob)}: the {spec.backend} backend has no arg {path} "
+                            f"(variant {name})")  # fmt: skip
+            hints.append(f"drop knob {knob} from judge.sweeps.{variant.sweep}, or sweep a base that takes it")
+            continue
         try:
             model.model_validate(dict(spec.args))
         except ValidationError as exc:
             unknown_only = False
             for e in exc.errors():
                 loc = ".".join(str(p) for p in e["loc"])
-                problems.append(f"judge.judges.{name}.args{'.' + loc if loc else ''}: {e['msg']}")
+                line = f"judge.judges.{name}.args{'.' + loc if loc else ''}: {e['msg']}"
+                if variant is not None:  # a knob value the backend refuses: name the sweep, the base, the knob
+                    knob = next((k for k in variant.knobs if SWEEP_KNOBS[k] and loc.startswith(".".join(SWEEP_KNOBS[k]))),
+                                next(iter(variant.knobs)) if len(variant.knobs) == 1 else None)  # fmt: skip
+                    note = f" ({SWEEP_KNOB_NOTES[knob]})" if knob in SWEEP_KNOB_NOTES else ""
+                    line = f"{_sweep_where(variant, spec.backend, knob)}: {line}{note}"
+                problems.append(line)
             hints.append(f"{name} ({spec.backend}) args: {', '.join(model.model_fields)}")
     if not problems:
         return
     message = f"{source}: invalid judge configuration\n" + "\n".join(f"  {p}" for p in problems)
     hint = "; ".join(hints) + " — every configured judge is checked, enabled or not (`novelty-audit judges` lists the backends)"
     raise (UnknownNameError if unknown_only else ConfigError)(message, hint=hint)
+
+
+def _unhonoured_knob(model: Any, knobs: dict[str, Any]) -> tuple[str, str] | None:
+    """(knob, arg path) of the first knob whose arg the backend's args model does not have (a temperature on a
+    control, a reasoning effort on a distance judge); None when it has them all."""
+    for knob in knobs:
+        path = SWEEP_KNOBS[knob]
+        node = model
+        for depth, part in enumerate(path):
+            fields = getattr(node, "model_fields", None)
+            if fields is None:
+                break  # a free-form mapping: its own validation decides
+            if part not in fields:
+                return knob, ".".join(path)
+            node = fields[part].annotation
+    return None
+
+
+def _sweep_where(variant: SweepVariant, backend: str, knob: str | None) -> str:
+    value = f" value {variant.knobs[knob]!r}" if knob is not None else ""
+    return f"judge.sweeps.{variant.sweep}: base {variant.base} ({backend}), knob {knob or ', '.join(variant.knobs)}{value}"
 
 
 def build_judges(

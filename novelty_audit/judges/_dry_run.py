@@ -10,6 +10,8 @@ bound its input tokens, `max_tokens` its output): an estimate from above, never 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -82,14 +84,17 @@ class DryRun:
     budget_usd: float | None = None
     unkeyed: list[str] = field(default_factory=list)
     """Judges whose calls could not be keyed (cost unknown, not in the totals)."""
+    unpriced: list[str] = field(default_factory=list)
+    """API judges whose model has no price (judge.prices or args.price): their calls are counted, their cost is
+    unknown (null, never 0) and not in the USD total."""
 
     @property
     def over_budget(self) -> bool:
         return self.budget_usd is not None and self.usd_estimate > self.budget_usd
 
     def as_dict(self) -> dict[str, Any]:
-        """{judge: {calls, cached, to_send, usd_estimate, items, api_calls}}."""
-        return {name: e.as_dict() for name, e in self.judges.items()}
+        """{judge: {calls, cached, to_send, usd_estimate, items, api_calls, priced}}; usd_estimate null when unknown."""
+        return {name: {**e.as_dict(), **({"priced": name not in self.unpriced} if e.api else {})} for name, e in self.judges.items()}
 
     def lines(self) -> list[str]:
         out = []
@@ -98,12 +103,18 @@ class DryRun:
                 out.append(f"{name}: {e.items} items, no API calls")
             elif e.cached is None:
                 out.append(f"{name}: {e.items} items, {e.calls} calls ({e.unknown_why}, so cache and cost unknown)")
+            elif name in self.unpriced:
+                out.append(f"{name}: {e.items} items, {e.calls} calls, {e.cached} cached, {e.to_send} to send, "
+                           "cost unknown (no price for its model)")  # fmt: skip
             else:
                 out.append(f"{name}: {e.items} items, {e.calls} calls, {e.cached} cached, {e.to_send} to send, "
                            f"estimated ≤ ${e.usd_estimate:.4f}")  # fmt: skip
         cap = f" of the ${self.budget_usd:.4f} budget (judge.budget_usd)" if self.budget_usd is not None else ""
         out.append(f"total: {self.to_send} distinct calls to send, estimated ≤ ${self.usd_estimate:.4f}{cap} "
                    "(worst case: prompt bytes as input tokens, max_tokens as output); nothing was sent")  # fmt: skip
+        if self.unpriced:
+            out.append(f"no price (cost unknown, not in the total; add it under judge.prices or the judge's args.price): "
+                       f"{', '.join(self.unpriced)}")  # fmt: skip
         return out
 
     def check_budget(self) -> None:
@@ -116,44 +127,89 @@ class DryRun:
             )
 
 
+LARGE_PLAN = 10
+"""Judges from which a dry run shows its progress on stderr (a sweep's plan of hundreds of variants takes a while
+to render and key; a small plan is done before a bar would show)."""
+
+
+@contextmanager
+def _progress(judges: list[Any], show: bool) -> Iterator[Iterable[Any]]:
+    """`judges`, counted on stderr when `show` (stdout, where --json goes, stays clean): a rich progress bar on a
+    terminal, else a plain line at every tenth of the plan (a log or CI shows it advancing too)."""
+    if not show:
+        yield judges
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    console = Console(stderr=True)
+    what = f"dry run: keying the calls of {len(judges)} judges"
+    if console.is_terminal:
+        with Progress(console=console, transient=True) as bar:
+            yield bar.track(judges, description=what)
+        return
+    yield _lines(judges, what)
+
+
+def _lines(judges: list[Any], what: str) -> Iterator[Any]:
+    step = max(1, len(judges) // 10)
+    for i, judge in enumerate(judges, 1):
+        yield judge
+        if i % step == 0 or i == len(judges):
+            print(f"{what}: {i}/{len(judges)} done", file=sys.stderr, flush=True)
+
+
 def dry_run_judges(jp, pin_dir: Path, built: Built, probe_dir: Path | None = None) -> DryRun:
-    """What `run_judges(jp, pin_dir, built, …, probe_dir=probe_dir)` would ask, per judge; nothing is sent or written."""
+    """What `run_judges(jp, pin_dir, built, …, probe_dir=probe_dir)` would ask, per judge; nothing is sent or written.
+    With more than `LARGE_PLAN` judges and `judge.progress` on, a progress bar on stderr counts the judges done."""
     judge_stage_inputs(jp, pin_dir, built, probe_dir)  # a missing pinned table fails as in a run: exit 2, naming it
     chosen = select_items(jp, pin_dir, probe_dir)
-    from .agents import AgentJudge
-
     result = DryRun(budget_usd=jp.budget_usd)
     uncached: dict[str, float] = {}
-    for judge in built.judges:
-        ps, pts = chosen.for_judge(jp, judge), chosen.points_for(jp, judge)
-        agent = isinstance(judge, AgentJudge)
-        est = JudgeEstimate(items=len(ps) + len(pts), api=isinstance(judge, LLMJudge) or agent)
-        result.judges[judge.name] = est
-        if not est.api:
-            continue
-        calls = judge.plan(ps, pts)
-        if agent:  # each turn depends on the answers and searches before it: the calls are decisions, not keys
-            est.calls, est.cached, est.usd_estimate = len(calls), None, None
-            est.unknown_why = "agent decisions: turns depend on the answers, not keyed ahead"
-            result.unkeyed.append(judge.name)
-            continue
-        if judge.retriever is not None and hasattr(judge.args.retrieval, "source"):
-            est.calls, est.cached, est.usd_estimate = len(calls), None, None
-            result.unkeyed.append(judge.name)
-            continue
-        keys: dict[str, float] = {}
-        for call in calls:
-            payload, key = judge._prepare(call)
-            if key not in keys:
-                request = judge._request(call, payload)
-                keys[key] = judge.llm.worst_cost(len(canonical_bytes(request.hashed())), request.sampling.max_tokens)
-        cached = {k for k in keys if judge.cache.get(k) is not None}
-        est.calls, est.cached = len(keys), len(cached)
-        est.usd_estimate = round(sum(v for k, v in keys.items() if k not in cached), 6)
-        uncached.update((k, v) for k, v in keys.items() if k not in cached)
+    with _progress(built.judges, jp.progress and len(built.judges) > LARGE_PLAN) as judges:
+        for judge in judges:
+            _estimate(jp, chosen, judge, result, uncached)
     result.to_send = len(uncached)
     result.usd_estimate = round(sum(uncached.values()), 6)
     return result
+
+
+def _estimate(jp, chosen, judge, result: DryRun, uncached: dict[str, float]) -> None:
+    """One judge's share of the dry run (`result.judges[name]`); its uncached keys' worst costs go into `uncached`."""
+    from .agents import AgentJudge
+
+    ps, pts = chosen.for_judge(jp, judge), chosen.points_for(jp, judge)
+    agent = isinstance(judge, AgentJudge)
+    est = JudgeEstimate(items=len(ps) + len(pts), api=isinstance(judge, LLMJudge) or agent)
+    result.judges[judge.name] = est
+    if not est.api:
+        return
+    calls = judge.plan(ps, pts)
+    if getattr(judge, "price", None) is None:  # an unpriced model costs an unknown amount, never nothing
+        result.unpriced.append(judge.name)
+    if agent:  # each turn depends on the answers and searches before it: the calls are decisions, not keys
+        est.calls, est.cached, est.usd_estimate = len(calls), None, None
+        est.unknown_why = "agent decisions: turns depend on the answers, not keyed ahead"
+        result.unkeyed.append(judge.name)
+        return
+    if judge.retriever is not None and hasattr(judge.args.retrieval, "source"):
+        est.calls, est.cached, est.usd_estimate = len(calls), None, None
+        result.unkeyed.append(judge.name)
+        return
+    keys: dict[str, float] = {}
+    for call in calls:
+        payload, key = judge._prepare(call)
+        if key not in keys:
+            request = judge._request(call, payload)
+            keys[key] = judge.llm.worst_cost(len(canonical_bytes(request.hashed())), request.sampling.max_tokens)
+    cached = {k for k in keys if judge.cache.get(k) is not None}
+    est.calls, est.cached = len(keys), len(cached)
+    if judge.name in result.unpriced:  # counted among the calls to send, not in the USD total
+        est.usd_estimate = None
+        uncached.update((k, 0.0) for k in keys if k not in cached and k not in uncached)
+        return
+    est.usd_estimate = round(sum(v for k, v in keys.items() if k not in cached), 6)
+    uncached.update((k, v) for k, v in keys.items() if k not in cached)
 
 
 def dry_run_stage(params: Params, pin_dir: Path, probe_dir: Path, limit: int | None = None) -> DryRun:

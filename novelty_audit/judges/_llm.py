@@ -26,6 +26,7 @@ from ..llm import (
     Payload,
     Request,
     Sampling,
+    check_anthropic_sampling,
     completion_prompt,
 )
 from ._base import JudgeContext
@@ -34,7 +35,7 @@ from ._prompts import PromptTemplate, load_prompt, parse_verdict, template_knobs
 from ._protocol import Call, CallResult, VoteJudge
 from ._s2 import S2Args
 
-__all__ = ["LLMArgs", "LLMJudge", "ModelArgs", "RetrievalArgs"]
+__all__ = ["AnthropicArgs", "LLMArgs", "LLMJudge", "ModelArgs", "RetrievalArgs"]
 
 
 class RetrievalArgs(Frozen):
@@ -115,10 +116,21 @@ class LLMArgs(ModelArgs):
     orders: Literal["both", "forward", "reverse"] = "both"
     """Presentation orders asked."""
     sampling: Sampling = Field(default_factory=Sampling)
-    """Generation settings (all in the call key)."""
+    """Generation settings (all in the call key); `sampling.reasoning_effort` (none | minimal | low | medium | high |
+    xhigh | max) is the reasoning budget of reasoning models (a sweep varies it as the knob `reasoning_effort`)."""
     retrieval: RetrievalArgs | S2Args | None = None
     """Show related abstracts per idea: `{corpus: ...}` (local corpus) or `{source: semantic-scholar, ...}`
     (Graph API search, judges/_s2.py); None: off."""
+
+
+class AnthropicArgs(LLMArgs):
+    """The `anthropic` judge's args: `LLMArgs`, checked against what the Messages API can honour when params load
+    (`sampling.reasoning_effort` is sent as extended thinking, whose budget `max_tokens` must exceed)."""
+
+    @model_validator(mode="after")
+    def _honoured(self) -> AnthropicArgs:
+        check_anthropic_sampling(self.sampling)
+        return self
 
 
 class LLMJudge(VoteJudge):
@@ -283,7 +295,8 @@ class LLMJudge(VoteJudge):
             choice=entry["choice"],
             call_digest=key,
             provider_model=entry.get("provider_model"),
-            cost_usd=float(entry.get("cost_usd") or 0.0),
+            # No price (and not local), now or when the answer was recorded: its cost is unknown, null, never free.
+            cost_usd=None if self.price is None or entry.get("cost_usd", 0.0) is None else float(entry.get("cost_usd") or 0.0),
             latency_s=float(entry.get("latency_s") or 0.0),
             cached=cached,
             detail=entry.get("note"),

@@ -75,7 +75,8 @@ class CallResult:
     """Optional: probability per shown slot (pairwise) or (P(POSITIVE),) (pointwise); replaces 0/1 shares."""
     call_digest: str | None = None
     provider_model: str | None = None
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
+    """What the call cost at the judge's price; None: unknown (an API model without a price), never 0."""
     latency_s: float = 0.0
     """A run fact (summed into the judge's facts for the run log); never written to a verdict row."""
     cached: bool = False
@@ -214,7 +215,7 @@ class VoteJudge(Judge):
             evidence_parts=parts,
             call_digests=[r.call_digest for r in rs if r.call_digest],
             provider_model=_models(rs),
-            cost_usd=sum(r.cost_usd for r in rs),
+            cost_usd=total_cost(rs),
             error_reasons=_error_reasons(rs),
             evidence_docs=docs,
             agent=_effort(answered, negative_only=False),
@@ -245,9 +246,15 @@ class VoteJudge(Judge):
             self, item, predicted=predicted, score=positive / len(answered), counts=counts, evidence_parts=parts,
             error_reasons=_error_reasons([r for _, r in answered]),
             evidence_docs=docs,
-            cost_usd=sum(r.cost_usd for _, r in answered),
+            cost_usd=total_cost([r for _, r in answered]),
             agent=_effort(answered, negative_only=True),
         )
+
+
+def total_cost(results: list[CallResult]) -> float | None:
+    """The calls' summed cost; None when any call's cost is unknown (a model without a price is never free)."""
+    costs = [r.cost_usd for r in results]
+    return None if any(c is None for c in costs) else float(sum(costs))  # type: ignore[arg-type]
 
 
 def _decide(ids: tuple[str, str], scores: tuple[float, float], any_valid: bool) -> str:

@@ -157,9 +157,11 @@ def _summary(out: JudgeOutput) -> dict[str, dict[str, Any]]:
 
 
 def limit_items(pairs: Sequence[PairItem], points: Sequence[PointItem], limit: int | None, seed: int) -> tuple[list[PairItem], list[PointItem]]:
-    """`judge.limit`: per dataset the `limit` pairs ranked first by sha256(seed, dataset, pair id), in their
-    input order, and the pointwise items of their ideas (a dataset without pairs: `limit` ideas, ranked alike). Ranking by a per-pair hash (not a shuffle of the
-    list) keeps a pair's membership independent of the other pairs: an added pair displaces at most one."""
+    """`judge.limit`: per dataset the `limit` pairs ranked first by sha256(seed, pair id), in their input order,
+    and the pointwise items of their ideas (a dataset without pairs: `limit` ideas, ranked alike). Ranking by a
+    per-pair hash (not a shuffle of the list) keeps a pair's membership independent of the other pairs: an added
+    pair displaces at most one. The dataset is not in the hash, so splits holding the same pairs (a plan-format
+    split and its original) keep the same subset and a sweep compares them item by item."""
     if limit is None:
         return list(pairs), list(points)
     by_ds: dict[str, list[PairItem]] = {}
@@ -167,7 +169,7 @@ def limit_items(pairs: Sequence[PairItem], points: Sequence[PointItem], limit: i
         by_ds.setdefault(p.dataset, []).append(p)
     keep: set[tuple[str, str]] = set()
     for ds, items in by_ds.items():
-        ranked = sorted(items, key=lambda p: (digest_bytes(f"{seed}:{ds}:{p.pair_id}".encode()), p.pair_id))
+        ranked = sorted(items, key=lambda p: (digest_bytes(f"{seed}:{p.pair_id}".encode()), p.pair_id))
         keep.update((ds, p.pair_id) for p in ranked[:limit])
     chosen = [p for p in pairs if (p.dataset, p.pair_id) in keep]
     ideas = {(p.dataset, i.idea_id) for p in chosen for i in p.ideas}
@@ -177,7 +179,7 @@ def limit_items(pairs: Sequence[PairItem], points: Sequence[PointItem], limit: i
         if pt.dataset not in by_ds:
             lone.setdefault(pt.dataset, []).append(pt)
     for ds, items in lone.items():
-        ranked = sorted(items, key=lambda pt: (digest_bytes(f"{seed}:{ds}:{pt.idea.idea_id}".encode()), pt.idea.idea_id))
+        ranked = sorted(items, key=lambda pt: (digest_bytes(f"{seed}:{pt.idea.idea_id}".encode()), pt.idea.idea_id))
         ideas.update((ds, pt.idea.idea_id) for pt in ranked[:limit])
     return chosen, [pt for pt in points if (pt.dataset, pt.idea.idea_id) in ideas]
 

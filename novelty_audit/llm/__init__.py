@@ -21,7 +21,7 @@ from ._cache import CallCache, CallClaim, call_key, endpoint_id, verify_call_cac
 from ._engine import Classify, LLMClient, plain_classify, run_coro
 from ._faults import TRUNCATING_FINISH, Answer, CallFault, FatalCallError, RetryableError, ToolCall, connection_fault, json_body
 from ._openai import read_openai_answer
-from ._anthropic import read_anthropic_answer
+from ._anthropic import THINKING_BUDGETS, check_anthropic_sampling, read_anthropic_answer
 from ._providers import PROVIDERS
 from ._shared_cache import SharedCallCache, redact_url
 from ._types import (
@@ -40,6 +40,8 @@ from ._types import (
 __all__ = [
     "COMPLETION_LEAD_IN",
     "PROVIDERS",
+    "THINKING_BUDGETS",
+    "check_anthropic_sampling",
     "TRUNCATING_FINISH",
     "Answer",
     "Budget",

@@ -10,7 +10,49 @@ from ._faults import Answer, CallFault, RetryableError, ToolCall, expect, json_b
 from ._provider import BatchStatus, Provider
 from ._types import Request
 
-__all__ = ["AnthropicProvider", "read_anthropic_answer"]
+__all__ = ["THINKING_BUDGETS", "AnthropicProvider", "check_anthropic_sampling", "read_anthropic_answer", "thinking"]
+
+THINKING_BUDGETS: dict[str, int] = {
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "xhigh": 32000,
+    "max": 60000,
+}
+"""`sampling.reasoning_effort` → the extended-thinking `budget_tokens` sent to Anthropic's Messages API (`none`:
+thinking disabled). The API takes budgets from 1024 (`minimal`) up to below `max_tokens`, which counts the thinking
+too; each level doubles or quadruples the one below (docs/judges.md has the table)."""
+
+
+def thinking(effort: str | None) -> dict[str, Any] | None:
+    """The Messages API `thinking` field for a reasoning effort; None: not sent (no effort set)."""
+    if effort is None:
+        return None
+    if effort == "none":
+        return {"type": "disabled"}
+    return {"type": "enabled", "budget_tokens": THINKING_BUDGETS[effort]}
+
+
+def check_anthropic_sampling(sampling: Any) -> None:
+    """ValueError when Anthropic cannot honour `sampling` (a `Sampling`) as written: with extended thinking on,
+    `max_tokens` must exceed the thinking budget, temperature must stay 1 and top_p at least 0.95 (the API's rules
+    for thinking), so a run is refused when params load instead of failing on its first call."""
+    spec = thinking(sampling.reasoning_effort)
+    if spec is None or spec["type"] != "enabled":
+        return
+    budget, effort = spec["budget_tokens"], sampling.reasoning_effort
+    if sampling.max_tokens <= budget:
+        raise ValueError(
+            f"sampling.max_tokens {sampling.max_tokens} must exceed the extended-thinking budget of reasoning_effort "
+            f"'{effort}' ({budget} tokens; the thinking counts toward max_tokens): set max_tokens to at least "
+            f"{budget + 512}, room for the answer included"
+        )
+    if sampling.temperature not in (None, 1.0):
+        raise ValueError(f"sampling.temperature {sampling.temperature}: Anthropic's extended thinking (reasoning_effort "
+                         f"'{effort}') takes no temperature but 1; set temperature: 1 or null, or drop reasoning_effort")
+    if sampling.top_p is not None and sampling.top_p < 0.95:
+        raise ValueError(f"sampling.top_p {sampling.top_p}: Anthropic's extended thinking takes top_p from 0.95 to 1")
 
 
 def read_anthropic_answer(data: dict[str, Any]) -> Answer:
@@ -18,10 +60,13 @@ def read_anthropic_answer(data: dict[str, Any]) -> Answer:
     blocks = expect(data, "content", list)
     texts = []
     calls = []
+    thoughts = []
     for block in blocks:
         if not isinstance(block, dict):
             raise RetryableError("malformed response", f"a content block is {type(block).__name__}, expected object")
-        if block.get("type") == "text":
+        if block.get("type") in ("thinking", "redacted_thinking"):
+            thoughts.append(block)  # never part of the answer text; kept to be handed back after a tool call
+        elif block.get("type") == "text":
             texts.append(expect(block, "text", str))
         elif block.get("type") == "tool_use":
             args = orjson.dumps(expect(block, "input", dict), option=orjson.OPT_SORT_KEYS).decode()
@@ -36,6 +81,7 @@ def read_anthropic_answer(data: dict[str, Any]) -> Answer:
         output_tokens=usage_tokens(usage, "output_tokens"),
         provider_model=data.get("model") if isinstance(data.get("model"), str) else None,
         tool_calls=tuple(calls),
+        thinking=tuple(thoughts),
     )
 
 
@@ -53,11 +99,13 @@ def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             else:
                 out.append({"role": "user", "content": [block]})
         elif m.get("tool_calls"):
-            blocks: list[dict[str, Any]] = [{"type": "text", "text": m["content"]}] if m.get("content") else []
+            # Extended thinking: the turn's thinking blocks lead it, unchanged, or the API refuses the tool results.
+            blocks: list[dict[str, Any]] = [dict(b) for b in m.get("thinking") or ()]
+            blocks += [{"type": "text", "text": m["content"]}] if m.get("content") else []
             blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": orjson.loads(c["arguments"] or "{}")} for c in m["tool_calls"]]
             out.append({"role": "assistant", "content": blocks})
         else:
-            out.append(m)
+            out.append({k: v for k, v in m.items() if k != "thinking"})
     return out
 
 
@@ -81,6 +129,8 @@ class AnthropicProvider(Provider):
         if request.tools:
             body["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools]
         extra = dict(s.extra)
+        if (spec := thinking(s.reasoning_effort)) is not None:
+            body["thinking"] = spec  # the provider's form of reasoning_effort (THINKING_BUDGETS)
         for name in ("temperature", "top_p"):
             if getattr(s, name) is not None:
                 # Sent as raw body fields: recent SDKs dropped them from the typed signature, the API keeps them.

@@ -497,7 +497,7 @@ class LLMClient:
             "note": note,
             "usage": {"input_tokens": answer.input_tokens, "output_tokens": answer.output_tokens},
             "provider_model": answer.provider_model,
-            "cost_usd": cost,
+            "cost_usd": None if self.price is None else cost,  # no price: unknown, recorded as such (not as free)
             "latency_s": round(latency, 6),
             "attempts": attempts,
         }
@@ -505,6 +505,8 @@ class LLMClient:
             entry["tools"] = [t.as_dict() for t in request.tools]
         if answer.tool_calls:
             entry["tool_calls"] = [c.as_dict() for c in answer.tool_calls]
+        if answer.thinking:  # only then: entries without extended thinking keep their bytes
+            entry["thinking"] = [dict(b) for b in answer.thinking]
         return entry
 
     # -- asking -----------------------------------------------------------------------------------------

@@ -60,6 +60,9 @@ class Answer:
     provider_model: str | None
     tool_calls: tuple[ToolCall, ...] = ()
     """Tools the model asked to call (empty: a plain answer)."""
+    thinking: tuple[dict[str, Any], ...] = ()
+    """Anthropic's extended-thinking blocks as sent (`thinking` with its signature, `redacted_thinking`): a turn that
+    called tools must hand them back unchanged with its tool results (the Messages API's rule)."""
 
 
 class CallFault(Exception):

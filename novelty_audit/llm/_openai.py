@@ -52,10 +52,11 @@ def _tool_calls(msg: dict[str, Any]) -> tuple[ToolCall, ...]:
 
 def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Messages in the chat-completions format: an assistant turn's tool calls as `function` entries."""
-    if not any("tool_calls" in m for m in messages):
+    if not any("tool_calls" in m or "thinking" in m for m in messages):
         return messages  # sent exactly as given (the common case: no tools)
     out = []
     for m in messages:
+        m = {k: v for k, v in m.items() if k != "thinking"}  # another provider's reasoning blocks: not chat fields
         if m.get("tool_calls"):
             calls = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in m["tool_calls"]]
             m = {**m, "tool_calls": calls, "content": m.get("content") or None}
@@ -89,6 +90,10 @@ class OpenAIProvider(Provider):
                     extra[name] = s.reasoning_effort  # not in the completions signature; servers that know it read it
                 else:
                     body[name] = getattr(s, name)
+        if s.reasoning_effort is not None and not completions:
+            # OpenAI's reasoning models refuse `max_tokens`; `max_completion_tokens` is the same cap (thinking
+            # included) and vLLM and LiteLLM read it too. Only the field name moves: the call key is the sampling.
+            body["max_completion_tokens"] = body.pop("max_tokens")
         if request.tools:
             body["tools"] = [{"type": "function", "function": t.as_dict()} for t in request.tools]
         return body, extra

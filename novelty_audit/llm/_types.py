@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..config import Frozen
+from ..config import REASONING_EFFORTS, Frozen
 from ._faults import ToolCall
 
 __all__ = [
@@ -38,17 +38,20 @@ Payload = list[dict[str, Any]] | str
 class Sampling(Frozen):
     """Output-affecting generation settings: every field enters the call key."""
 
-    temperature: float | None = 1.0
+    temperature: float | None = Field(default=1.0, ge=0)
     """Sampling temperature; votes are replicates, so keep it above 0 unless you want k identical answers."""
-    top_p: float | None = None
+    top_p: float | None = Field(default=None, gt=0, le=1)
     """Nucleus sampling; None leaves the provider default."""
-    max_tokens: int = 512
+    max_tokens: int = Field(default=512, ge=1)
     """Cap on completion tokens (also bounds the budget reservation of each call). An answer cut here
     without a readable verdict counts as `truncated`."""
     seed: int | None = None
     """Provider sampling seed where supported (OpenAI-compatible servers)."""
-    reasoning_effort: str | None = None
-    """Provider reasoning setting for reasoning models (e.g. low | medium | high); None: not sent."""
+    reasoning_effort: Literal[REASONING_EFFORTS] | None = None  # type: ignore[valid-type]
+    """How hard a reasoning model thinks: none | minimal | low | medium | high | xhigh | max; None: not sent.
+    OpenAI-compatible chat: sent as `reasoning_effort` (with the answer cap as `max_completion_tokens`, the field
+    reasoning models take); Anthropic: extended thinking with the budget `THINKING_BUDGETS` gives the level
+    (`max_tokens` must exceed it; docs/judges.md)."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Further request-body fields sent as is (e.g. {top_k: 40} for vLLM, {grammar: 'root ::= " "? [^ \\n] [^\\n]*'} for a base model
     behind llama.cpp: one answer line whose first character is no blank; README, local model)."""
@@ -177,6 +180,8 @@ class Reply:
         msg: dict[str, Any] = {"role": "assistant", "content": self.text or ""}
         if self.entry.get("tool_calls"):
             msg["tool_calls"] = [dict(c) for c in self.entry["tool_calls"]]
+            if self.entry.get("thinking"):  # Anthropic extended thinking: handed back with the tool results
+                msg["thinking"] = [dict(b) for b in self.entry["thinking"]]
         return msg
 
 

@@ -92,10 +92,16 @@ BY_REASON = {"pairwise": "n_error_by_reason", "pointwise": "pointwise_n_error_by
 """metrics.json keys of the failed calls by reason ({reason: calls}) per table."""
 
 
+UNKNOWN_AS_NULL = ("cost_usd", "cost_per_decision_usd", "pairwise_cost_per_decision_usd")
+"""Metrics written as null when a row's cost is unknown (an API model without a price), where other undefined
+values are left out: the judge did spend, at a price nobody set."""
+
+
 def metrics_json(metrics: pl.DataFrame, error_reasons: pl.DataFrame | None = None) -> dict[str, dict[str, dict[str, Any]]]:
     """{dataset: {judge: {metric: value, metric_ci_low/high (bootstrap), metric_wilson_low/high,
     n_error_by_reason: {reason: calls}, pointwise_n_error_by_reason: {...}}}}; undefined values are left out
-    so `dvc metrics` sees numbers only (it flattens the by-reason dicts to `n_error_by_reason.<reason>`)."""
+    so `dvc metrics` sees numbers only (it flattens the by-reason dicts to `n_error_by_reason.<reason>`), except a
+    cost at an unknown price (`UNKNOWN_AS_NULL`): null."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     tables: dict[tuple[str, str], set[str]] = {}
     table_of = {s.name: s.table for s in METRICS}
@@ -106,6 +112,8 @@ def metrics_json(metrics: pl.DataFrame, error_reasons: pl.DataFrame | None = Non
             v = r[col]
             if v is not None and not math.isnan(v):
                 d[r["metric"] + suffix] = int(v) if r["is_count"] and suffix == "" else v
+            elif suffix == "" and r["metric"] in UNKNOWN_AS_NULL:
+                d[r["metric"]] = None  # a cost with an unknown price: shown as unknown, never as free or as absent
     for (ds, judge), seen in tables.items():
         for t in sorted(seen):
             out[ds][judge][BY_REASON[t]] = {}

@@ -137,7 +137,8 @@ def first_position_rate(v: PairwiseView) -> Ratio | None:
 
 @metric("cost_usd", table="pairwise", direction="lower")
 def cost_usd(v: PairwiseView) -> Total:
-    """Total cost of the pairwise calls in USD (cached calls cost nothing)."""
+    """Total cost of the pairwise calls in USD (cached calls cost nothing); unknown (null in metrics.json) when a
+    row's cost is, i.e. an API model without a price."""
     return Total(float(v.cost_usd.sum()))
 
 

@@ -93,7 +93,7 @@ class Generator:
 
 def review_row(
     gen: Generator, paper: Paper, *, text: str, evidence_parts: dict[str, str], items: Sequence[Item] | None = None,
-    valid: bool | None = None, provider_model: str | None = None, call_digests: Sequence[str] = (), cost_usd: float = 0.0,
+    valid: bool | None = None, provider_model: str | None = None, call_digests: Sequence[str] = (), cost_usd: float | None = 0.0,
 ) -> dict[str, Any]:
     """A reviews.parquet row; items/valid are parsed from `text` unless given (expert)."""
     if items is None or valid is None:
@@ -105,7 +105,7 @@ def review_row(
         "items": items_json(list(items)), "valid": bool(valid), "label_counts": label_counts(list(items)),
         "config_digest": gen.config_digest, "evidence_digest": digest_obj(parts),
         "evidence_parts": orjson.dumps(parts, option=orjson.OPT_SORT_KEYS).decode(), "code_digest": gen.code_digest,
-        "provider_model": provider_model, "call_digests": list(call_digests), "cost_usd": float(cost_usd),
+        "provider_model": provider_model, "call_digests": list(call_digests), "cost_usd": None if cost_usd is None else float(cost_usd),  # None: no price, unknown
     }
 
 

@@ -134,7 +134,7 @@ class LLMGenerator(Generator):
                 self.failed[r.failure.reason or "unspecified"] += 1
             rows.append(review_row(self, p, text=self._text(r), evidence_parts=parts,  # type: ignore[arg-type]
                                    provider_model=r.entry.get("provider_model"), call_digests=[r.key] if r.key else [],
-                                   cost_usd=float(r.entry.get("cost_usd") or 0.0)))
+                                   cost_usd=None if r.entry.get("cost_usd", 0.0) is None else float(r.entry.get("cost_usd") or 0.0)))
         return rows
 
 

@@ -71,8 +71,8 @@ def agent_blocks(sources: ReportSources, cell: Callable[[dict, str], str]) -> li
         Heading(2, AGENTS_ID, "Search agents: grounding and cost per decision"),
         Para("A decision is one agent run (one call to the judge, of any outcome, undecided included). Grounded rate: "
              "share of \"not novel\" decisions whose cited paper is among the papers their own searches returned. "
-             "USD per decision is what the recorded answers cost at the configured prices (0 without prices, e.g. "
-             "against the test mocks); queries, rounds (LLM calls) and tokens per decision hold for any provider. "
+             "USD per decision is what the recorded answers cost at the configured prices (\"unknown\" for a model "
+             "without a price, never 0); queries, rounds (LLM calls) and tokens per decision hold for any provider. "
              "Published rows are figures from the study, not rerun here."),
     ]
     for ds in datasets:

@@ -141,6 +141,8 @@ def _value(d: dict[str, Any], m: str) -> str:
 
 
 def _cell(d: dict[str, Any], m: str) -> str:
+    if m in d and d[m] is None and "cost" in m:
+        return "unknown"  # a cost at a price nobody set (metrics.json null), never shown as free
     if m not in d or d[m] is None:
         return "—"
     iv = _interval(d, m)
@@ -444,7 +446,8 @@ def _cost_rows(sources: ReportSources, datasets: list[str]) -> tuple[list[dict[s
     if sources.verdicts is not None and "cost_usd" in sources.verdicts.columns:
         for r in sources.verdicts.select("dataset", "judge", "cost_usd").iter_rows(named=True):
             k = (r["dataset"], r["judge"])
-            per_verdict[k] = per_verdict.get(k, 0.0) + float(r["cost_usd"] or 0.0)
+            # An unknown cost (a model without a price) makes the judge's total unknown: NaN, never counted as free.
+            per_verdict[k] = per_verdict.get(k, 0.0) + (float("nan") if r["cost_usd"] is None else float(r["cost_usd"]))
     for ds in datasets:
         for judge in sorted(sources.metrics[ds]):
             d = sources.metrics[ds][judge]
@@ -453,7 +456,7 @@ def _cost_rows(sources: ReportSources, datasets: list[str]) -> tuple[list[dict[s
             if cost is None and (ds, judge) in per_verdict:
                 cost, summed = per_verdict[(ds, judge)], True
             # Free judges (controls, distance, local models) have no place on a cost axis.
-            if acc is not None and cost is not None and cost > 0:
+            if acc is not None and cost is not None and cost > 0:  # NaN (unknown) is not > 0: left off the axis
                 rows.append({"dataset": ds, "judge": judge, "cost_usd": round(float(cost), 6), "strict_accuracy": acc})
     note = ("Cost is the sum of `cost_usd` in verdicts.parquet (metrics.json has no cost metric)" if summed
             else "Cost from metrics.json")
@@ -463,9 +466,13 @@ def _cost_rows(sources: ReportSources, datasets: list[str]) -> tuple[list[dict[s
 def _cost_per_pair(sources: ReportSources, ds: str, judge: str) -> str:
     d = sources.metrics[ds][judge]
     cost, n = _cost(d), d.get("n_pairs")
+    if any(k in d and d[k] is None for k in _COST_KEYS):
+        return "unknown"  # metrics.json: null, a price nobody set
     if cost is None and sources.verdicts is not None and "cost_usd" in sources.verdicts.columns:
         v = sources.verdicts.filter((sources.verdicts["dataset"] == ds) & (sources.verdicts["judge"] == judge))
-        cost = float(v["cost_usd"].fill_null(0.0).sum()) if v.height else None
+        if v["cost_usd"].null_count():
+            return "unknown"
+        cost = float(v["cost_usd"].sum()) if v.height else None
     if cost is None or not n:
         return "—"
     return "free" if cost == 0 else f"${cost / float(n):.4f}"

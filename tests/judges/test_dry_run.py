@@ -95,7 +95,7 @@ def test_dry_run_says_the_estimate_exceeds_the_budget_and_exits_2_before_sending
 
 def test_dry_run_text_names_each_judge_and_says_the_cost_is_an_estimate(project, run_main):
     root, mock = project
-    configure(root, mock)
+    configure(root, mock, prices={"mock": {"input_per_mtok": 1.0, "output_per_mtok": 4.0}})  # unpriced: test_unknown_price.py
     code, out, err = run_main("stage", "judge", "--dry-run")
     assert code == 0, err
     assert "first: 3 items, no API calls" in out

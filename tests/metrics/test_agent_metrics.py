@@ -113,11 +113,12 @@ def test_grounded_rate_is_undefined_without_a_negative_decision_and_the_rest_sti
     assert (d["agent"]["queries_per_decision"], d["agent"]["n_undecided"]) == (1.0, 0)
 
 
-def test_an_unknown_cost_leaves_cost_per_decision_out_rather_than_reporting_it_free():
+def test_an_unknown_cost_makes_cost_per_decision_null_rather_than_free():
     rows = agent_rows()
     rows[0]["cost_usd"] = None
     d = agent_json(rows)["agent"]
-    assert "cost_per_decision_usd" not in d
+    assert "cost_per_decision_usd" in d and d["cost_per_decision_usd"] is None  # unknown, shown as such
+    assert "cost_per_decision_usd_ci_low" not in d
     assert "queries_per_decision" in d
 
 

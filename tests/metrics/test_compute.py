@@ -42,9 +42,13 @@ def test_metrics_json_is_dataset_judge_metric_with_numbers_and_separate_ci_keys(
     d = out["one"]["first-v1"]
     assert d["strict_accuracy"] == 0.75 and d["n_pairs"] == 4
     assert {"strict_accuracy_ci_low", "strict_accuracy_ci_high", "strict_accuracy_wilson_low", "strict_accuracy_wilson_high"} <= set(d)
-    # numbers, and the failed calls by reason as {reason: count} (dvc flattens it to n_error_by_reason.<reason>)
+    # numbers, and the failed calls by reason as {reason: count} (dvc flattens it to n_error_by_reason.<reason>);
+    # a cost these rows do not record (no cost_usd column) is unknown: null, never 0 and never left out
     for judge in out["one"].values():
         for k, v in judge.items():
+            if k == "cost_usd":
+                assert v is None
+                continue
             assert isinstance(v, (int, float)) or (k.endswith("_by_reason") and all(isinstance(n, int) for n in v.values())), k
     assert d["n_error_by_reason"] == {} and "mean_latency_s" not in d
 

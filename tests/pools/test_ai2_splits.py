@@ -35,9 +35,11 @@ def test_the_gpt_5_4_backbone_split_shares_the_human_ideas_and_regenerates_the_n
     assert not gen(variant) & gen(base)
 
 
-def test_the_plan_split_rewrites_every_idea_of_the_human_only_pairs(pins):
-    base, plan = load(pins, "human-only"), load(pins, "human-only-plan")
-    assert (plan.pairs.height, plan.ideas.height, plan.exclusions.height) == (154, 299, 0)
+@pytest.mark.parametrize(("name", "original", "ideas", "gold_first"), [
+    ("human-only-plan", "human-only", 299, 84), ("human-plus-generated-plan", "human-plus-generated", 308, 80)])
+def test_a_plan_split_rewrites_every_idea_of_its_original_pairs(pins, name, original, ideas, gold_first):
+    base, plan = load(pins, original), load(pins, name)
+    assert (plan.pairs.height, plan.ideas.height, plan.exclusions.height) == (154, ideas, 0)
     assert set(plan.ideas["title"]) == set(base.ideas["title"])
     assert all("**purpose**" in t and "**mechanism**" in t for t in plan.ideas["text"])
-    assert plan.pairs["gold_slot"].to_list().count(0) == 84
+    assert plan.pairs["gold_slot"].to_list().count(0) == gold_first

@@ -71,9 +71,17 @@ def test_each_variant_has_its_own_config_digest_and_a_same_as_base_variant_share
         ({"base": BASE, "vary": {"votes": [0]}}, None, ["judge.sweeps.bad", "knob votes value 0", "greater than or equal to 1"]),
         ({"base": BASE, "vary": {"votes": [1]}}, {"bad/votes=1": {"backend": "random"}}, ["judge.sweeps.bad", "knob votes value 1", "clashes"]),
         ({"base": BASE, "mode": "zigzag", "vary": {"votes": [1]}}, None, ["judge.sweeps.bad", "mode"]),
-        # a value only the backend's args model refuses: named by the variant id (sweep, knob and value)
-        ({"base": BASE, "vary": {"reasoning": ["deep"]}}, None, ["judge.judges.bad/reasoning=deep.args.reasoning"]),
-        ({"base": "random", "vary": {"temperature": [0.5]}}, None, ["judge.judges.bad/temperature=0.5.args.sampling"]),
+        # a value only the backend's args model refuses: named by the sweep, the base, the knob and the variant id
+        ({"base": BASE, "vary": {"reasoning": ["deep"]}}, None,
+         ["judge.sweeps.bad: base gpt-4o-mini-reference (openai), knob reasoning value 'deep'", "judge.judges.bad/reasoning=deep.args.reasoning"]),
+        # a knob the backend has no arg for: refused naming the sweep, the base and the knob
+        ({"base": "random", "vary": {"temperature": [0.5]}}, None,
+         ["judge.sweeps.bad: base random (random), knob temperature value 0.5", "has no arg sampling.temperature"]),
+        ({"base": "distance-knn-tfidf", "vary": {"reasoning_effort": ["low"]}}, None,
+         ["judge.sweeps.bad: base distance-knn-tfidf (distance-knn), knob reasoning_effort value 'low'", "has no arg sampling.reasoning_effort"]),
+        ({"bases": [BASE, "distance-knn-tfidf"], "vary": {"orders": ["forward"]}}, None,
+         ["judge.sweeps.bad: base distance-knn-tfidf (distance-knn), knob orders value 'forward'", "has no arg orders"]),
+        ({"base": BASE, "vary": {"reasoning": ["low"]}}, None, ["knob reasoning value 'low'", "the reasoning budget is the knob `reasoning_effort`"]),
     ],
 )
 def test_a_bad_sweep_exits_2_naming_the_sweep_the_knob_and_the_value(tmp_path, monkeypatch, run_main, sweep, extra, says):

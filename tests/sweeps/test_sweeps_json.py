@@ -46,7 +46,7 @@ def test_holm_adjusts_across_the_sweeps_variants_and_a_variant_without_verdicts_
     assert p1 == pytest.approx(2 * 0.5**8) and p5 == pytest.approx(2 * 0.5**7)
     assert out["s/votes=1"]["mcnemar_p_holm"] == pytest.approx(2 * p1)
     assert out["s/votes=5"]["mcnemar_p_holm"] == pytest.approx(max(2 * p1, p5))
-    assert out["s/votes=9"] == {"n_items": 0}
+    assert out["s/votes=9"] == {"base": "base", "compared_on": {"variant": "d", "base": "d"}, "paired": True, "n_items": 0}
 
 
 def test_grid_spread_holds_the_other_knobs_fixed_and_takes_the_largest():
@@ -70,3 +70,15 @@ def test_the_disagreement_matrix_pairs_every_two_judges_of_a_sweep_on_the_items_
     assert m["base"]["s/prompt=x"] == m["s/prompt=x"]["base"] == out["s/prompt=x"]["disagreement_rate"] == pytest.approx(2 / 4)
     assert m["s/prompt=x"]["s/prompt=y"] == pytest.approx(2 / 3) and n["s/prompt=y"]["s/prompt=x"] == 3  # p2 not shared
     assert m["base"]["s/prompt=y"] == pytest.approx(2 / 3)
+
+
+def test_with_several_bases_each_variant_is_compared_with_its_own_base():
+    v = table({"a": ["a", "a", "a", "a"], "b": ["b", "b", "b", "b"],
+               "s/a/votes=1": ["a", "a", "a", "b"], "s/b/votes=1": ["b", "b", "a", "a"]})
+    info = {"s/a/votes=1": SweepVariant(sweep="s", base="a", knobs={"votes": 1}),
+            "s/b/votes=1": SweepVariant(sweep="s", base="b", knobs={"votes": 1})}
+    out = sweeps_json(v, info, PARAMS)["d"]["s"]
+    assert out["s/a/votes=1"]["base"] == "a" and out["s/a/votes=1"]["disagreement_rate"] == pytest.approx(1 / 4)
+    assert out["s/b/votes=1"]["base"] == "b" and out["s/b/votes=1"]["disagreement_rate"] == pytest.approx(2 / 4)
+    assert out["s/b/votes=1"]["strict_accuracy_base"] == 0 and out["s/a/votes=1"]["strict_accuracy_base"] == 1
+    assert {"a", "b"} <= set(out["_sweep"]["disagreement_matrix"])  # every base of the sweep is in the matrix

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ...artifacts import digest_obj
 from ...config import Frozen
@@ -33,6 +33,7 @@ from ...llm import (
     Reply,
     Request,
     Sampling,
+    check_anthropic_sampling,
     run_coro,
 )
 from ...search import Search, SearchArgs, SearchResult, make_search, same_title
@@ -59,6 +60,12 @@ class AgentArgs(ModelArgs):
     search: SearchArgs
     """Where the agent searches (`{source: semantic-scholar | arxiv, cutoff: YYYY-MM-DD, ...}`)."""
 
+    @model_validator(mode="after")
+    def _provider_honours_sampling(self) -> AgentArgs:
+        if self.provider == "anthropic":
+            check_anthropic_sampling(self.sampling)  # reasoning_effort → extended thinking, within max_tokens
+        return self
+
 
 class Citation(Frozen):
     """The prior paper a decision names (a not-novel decision must name one)."""
@@ -78,7 +85,8 @@ class AgentRun:
     searches: list[SearchResult] = field(default_factory=list)
     citation: Mapping[str, Any] | Citation | None = None
     """{title, doc_id|None} as the model named it; the base grounds it against `searches`."""
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
+    """None: a turn's cost is unknown (recorded without a price)."""
     tokens: int = 0
     call_digests: list[str] = field(default_factory=list)
     provider_model: str | None = None
@@ -108,7 +116,7 @@ class Tally:
     searches: list[SearchResult] = field(default_factory=list)
     rounds: int = 0
     tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
     call_digests: list[str] = field(default_factory=list)
     models: set[str] = field(default_factory=set)
 
@@ -116,7 +124,8 @@ class Tally:
         """Count one answered turn (a failed turn is not added: it cost nothing and is asked again next run)."""
         self.rounds += 1
         self.tokens += tokens_of(reply)
-        self.cost_usd += reply.cost_usd
+        known = reply.entry.get("cost_usd", 0.0) is not None  # a turn recorded without a price: unknown, never free
+        self.cost_usd = self.cost_usd + reply.cost_usd if known and self.cost_usd is not None else None
         self.call_digests.append(reply.key)
         if reply.entry.get("provider_model"):
             self.models.add(reply.entry["provider_model"])
@@ -287,7 +296,7 @@ class AgentJudge(VoteJudge):
             choice=run.choice if run.outcome == "valid" else None,
             call_digest=digest_obj(run.call_digests) if run.call_digests else None,
             provider_model=run.provider_model,
-            cost_usd=run.cost_usd,
+            cost_usd=None if self.price is None else run.cost_usd,  # no price: unknown, never free
             detail=run.detail,
             error_reason=run.error_reason if run.outcome == "error" else None,
             rounds=run.rounds,

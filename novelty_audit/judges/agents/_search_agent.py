@@ -26,6 +26,7 @@ import orjson
 from pydantic import Field, model_validator
 
 from ...artifacts import digest_bytes
+from ...config import REASONING_EFFORTS
 from ...llm import (
     TRUNCATING_FINISH,
     Reply,
@@ -33,6 +34,7 @@ from ...llm import (
     Sampling,
     Tool,
     ToolCall,
+    check_anthropic_sampling,
     tool_result,
 )
 from ...search import ArxivSearchArgs, SearchArgs
@@ -92,9 +94,10 @@ class SearchAgentArgs(AgentArgs):
     that no more searches are allowed."""
     max_rounds: int = Field(30, ge=1)
     """LLM turns one decision may take; no answer by then is `undecided` (a runaway loop costs at most this)."""
-    reasoning: Literal["minimal", "low", "medium", "high"] | None = None
-    """Reasoning effort sent to the provider (`reasoning_effort` of OpenAI-compatible chat; reasoning models
-    only); null: not sent. The same as `sampling.reasoning_effort`, which it fills in."""
+    reasoning: Literal[REASONING_EFFORTS] | None = None  # type: ignore[valid-type]
+    """Reasoning effort (none | minimal | low | medium | high | xhigh | max): `reasoning_effort` of OpenAI-compatible
+    chat, extended thinking with the `anthropic` provider (docs/judges.md); null: not sent. The same as
+    `sampling.reasoning_effort`, which it fills in."""
     orders: Literal["both", "forward", "reverse"] = "both"
     """Pairwise presentation orders asked (each a decision of its own), as for the prompted judges."""
     input_form: Literal["text", "plan"] = "text"
@@ -107,10 +110,8 @@ class SearchAgentArgs(AgentArgs):
         effort = self.sampling.reasoning_effort
         if self.reasoning is not None and effort is not None and effort != self.reasoning:
             raise ValueError(f"reasoning {self.reasoning!r} and sampling.reasoning_effort {effort!r} disagree; set one")
-        if self.provider == "anthropic" and (self.reasoning or effort):
-            # The call layer's Messages provider sends no effort field: accepting it would change call keys
-            # and config digests without changing what the model is asked.
-            raise ValueError("the anthropic provider sends no reasoning effort; drop `reasoning` (a thinking budget goes in sampling.extra)")
+        if self.provider == "anthropic":
+            check_anthropic_sampling(self.turn_sampling())  # the effort becomes a thinking budget max_tokens must exceed
         return self
 
     def turn_sampling(self) -> Sampling:
