@@ -164,6 +164,25 @@ def signals(
 
 
 @app.command()
+def candidates(
+    action: Annotated[str, typer.Argument(help="add: check, copy to data/candidates/ and pin a file of ideas")],
+    file: Annotated[Path, typer.Argument(help="JSONL or CSV with area, title, text (system optional)")],
+    name: Annotated[str, typer.Option("--name", help="the set's name: its datasets are NAME and NAME-vs-low")],
+    exclude_bad: Annotated[bool, typer.Option("--exclude-bad", help="record bad rows as exclusions instead of refusing the file")] = False,
+    max_words: Annotated[Optional[int], typer.Option("--max-words", min=1, help="word limit of a text (default 400)")] = None,
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Pin a candidate set of ideas under params.yaml pools.candidates.NAME (docs/candidates.md)."""
+    from .errors import ConfigError
+    from .pools import candidates_add
+
+    if action != "add":
+        raise ConfigError(f"candidates: unknown action '{action}'", hint="novelty-audit candidates add FILE --name NAME")
+    _emit(candidates_add(file, name, params_path=params, exclude_bad=exclude_bad, max_words=max_words), as_json)
+
+
+@app.command()
 def verify(params: ParamsOpt = Path("params.yaml")) -> None:
     """Check artifacts, declared outputs (reports/ too), dvc.lock's outputs, the store and the caches against their digests; exit 1 naming each bad file."""
     from .verify import verify_project
@@ -329,12 +348,18 @@ def flips(
 def export(
     what: Annotated[str, typer.Argument(help="verdicts (one judge's pairwise verdicts) | gold (every pair's gold idea) | "
                                               "adjudications (the decided audit changes, a reference for `quality`) | "
-                                              "table (a paper table: `export table metrics|sweeps|probe --format latex|csv|markdown`)")],
-    kind: Annotated[Optional[str], typer.Argument(help="table only: metrics | sweeps | probe (the probe's figures are in metrics.json)")] = None,
+                                              "table (a paper table: `export table metrics|sweeps|probe|paper|candidates --format latex|csv|markdown`)")],
+    kind: Annotated[Optional[str], typer.Argument(help="table only: metrics | sweeps | probe (the probe's figures are in metrics.json) | "
+                                                       "paper (rows = judges, columns = datasets, strict and soft accuracy) | candidates (win rates of candidate sets)")] = None,
     judge: Annotated[Optional[str], typer.Option("--judge", help="the judge (params.yaml judge.judges name); verdicts only")] = None,
     dataset: Annotated[Optional[str], typer.Option("--dataset", help="one dataset (ids are then pair ids; else <dataset>/<pair id>)")] = None,
     fmt: Annotated[Optional[str], typer.Option("--format", help="csv | jsonl (default: from --out, else csv); table: latex (default) | csv | markdown")] = None,
     out_path: Annotated[Optional[Path], typer.Option("--out", help="file to write (default: <judge|gold>[-<dataset>].<format>)")] = None,
+    columns: Annotated[Optional[str], typer.Option("--columns", help="table only: fields to show, comma-separated, or `all` "
+                                                                      "(default: a short set; an unknown name lists the available ones)")] = None,
+    intervals: Annotated[bool, typer.Option("--intervals", help="table only: show each value's interval (low and high bound)")] = False,
+    fit: Annotated[str, typer.Option("--fit", help="table, LaTeX only: textwidth (one-column article) | resize (\\resizebox "
+                                                    "to \\textwidth) | wide (table* over two columns)")] = "textwidth",
     from_run: Annotated[Optional[str], typer.Option("--from-run", help="adjudications: the audited runs, as `audit --from`")] = None,
     to_run: Annotated[Optional[str], typer.Option("--to-run", help="adjudications: the audited runs, as `audit --to`")] = None,
     params: ParamsOpt = Path("params.yaml"),
@@ -353,12 +378,15 @@ def export(
         if kind not in TABLE_KINDS:
             raise BadInputError(f"export table {kind or ''}: expected one of {', '.join(TABLE_KINDS)}", hint="e.g. novelty-audit export table metrics --format latex")
         p = load_checked_params(params)
-        src = Path(p.store.artifacts) / "metrics" / ("metrics.json" if kind == "probe" else f"{kind}.json")
+        src = Path(p.store.artifacts) / "metrics" / (f"{kind}.json" if kind in ("sweeps", "candidates") else "metrics.json")
         if not src.is_file():
             raise BadInputError(f"{src}: not found", hint="run the metrics stage first (novelty-audit stage metrics)")
         check_published_file(src, Store(p.store.root))
         pins = {name: getattr(pin, "sha256", None) or getattr(pin, "revision", None) for name, pin in p.pin.datasets.items()}
-        text = render_table(paper_table(kind, read_json(src), run_id=current_run_id(p.store.artifacts), pins=pins), fmt or "latex")
+        pins |= {name: cs.sha256 for name, cs in p.pools.candidates.items()}  # a candidate set: its file's pin
+        chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns is not None else None
+        table = paper_table(kind, read_json(src), run_id=current_run_id(p.store.artifacts), pins=pins, columns=chosen, intervals=intervals)
+        text = render_table(table, fmt or "latex", fit=fit)
         if out_path is None:
             typer.echo(text, nl=False)
         else:
@@ -366,6 +394,8 @@ def export(
 
             atomic_write_bytes(out_path, text.encode("utf-8"))
         return
+    if columns is not None or intervals or fit != "textwidth":
+        raise BadInputError(f"export {what}: --columns, --intervals and --fit are options of `export table`")
     if kind is not None:
         raise BadInputError(f"export {what}: takes no second argument ({kind!r}; only `export table` does)")
     if what == "adjudications":

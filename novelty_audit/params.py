@@ -188,12 +188,16 @@ class Params(BaseModel):
         # A split a judge or a sweep's `dataset` knob names must be a pinned pairwise split: caught when params
         # load, naming it, rather than as a missing table once the judge stage runs.
         pairwise = sorted(n for n, d in self.pin.datasets.items() if d.source != "novbench")
+        clash = sorted(set(self.pools.dataset_names()) & set(self.pin.datasets))
+        if clash:
+            raise ValueError(f"pools: dataset name(s) {', '.join(clash)} are pinned splits too (pin.datasets): rename the candidate set")
+        pairwise += self.pools.dataset_names()  # the pools stage's pair sets
         named = [(f"judge.sweeps.{s}.vary.dataset", ds) for s, sw in self.judge.sweeps.items() for ds in sw.datasets()]
         named += [(f"judge.judges.{j}.datasets", ds) for j, spec in self.judge.judges.items()
                   if "/" not in j for ds in spec.datasets or ()]
         for where, ds in named:
             if ds not in pairwise:
-                raise ValueError(f"{where}: '{ds}' is not a pinned pairwise split (pin.datasets: {', '.join(pairwise)})")
+                raise ValueError(f"{where}: '{ds}' is not a pinned pairwise split or a pools dataset ({', '.join(pairwise)})")
         # A `dataset` variant is compared with its base on the split its own split is a variant of: the base must be
         # asked there (named rather than added silently: it may be a paid judge's extra split).
         for vid, v in self.judge.sweep_variants().items():

@@ -1,5 +1,8 @@
 """judge: every enabled judge × dataset × task → verdict tables.
 
+A dataset is a pinned split (artifacts/pin/<name>/) or a pair set the pools stage built (artifacts/pools/datasets/
+<name>/: candidate sets, re-pairings, pools from reviews), read only when judge.datasets or a sweep names it.
+
 dvc.yaml: `judge`; params.yaml: `judge:`; outputs: artifacts/judge/{verdicts,pointwise,judges}.parquet.
 """
 
@@ -16,11 +19,11 @@ from novelty_audit.artifacts import (
     execute_stage,
 )
 from novelty_audit.errors import IncompleteStageError
-from novelty_audit.judges import Budget, JudgeMap, build_judges, failure_line, judge_run_params, judge_stage_inputs, run_judges
+from novelty_audit.judges import Budget, JudgeMap, build_judges, dataset_dirs, failure_line, judge_run_params, judge_stage_inputs, run_judges
 from novelty_audit.novbench import REVIEW_KEYS, build_review_generators, review_inputs, run_reviews, write_reviews
 from novelty_audit.params import Params, section_payload
 
-UPSTREAM: tuple[str, ...] = ("pin", "probe")
+UPSTREAM: tuple[str, ...] = ("pin", "probe", "pools")
 KEYS = {
     "verdicts.parquet": ["dataset", "judge", "pair_id"],
     "pointwise.parquet": ["dataset", "judge", "idea_id"],
@@ -46,6 +49,7 @@ def run(
     """
     pin_dir = Path((inputs or {}).get("pin", Path(params.store.artifacts) / "pin"))
     probe_dir = Path((inputs or {}).get("probe", Path(params.store.artifacts) / "probe"))
+    pools_dir = Path((inputs or {}).get("pools", Path(params.store.artifacts) / "pools"))
     # --limit over judge.limit; NovBench datasets (pin source novbench) go to the review task's generators only;
     # probe datasets the probe stage has not published (a stage run by hand before `probe`; dvc.yaml always runs
     # probe first) are left out of this run, named in its params payload and summary, and announced on stderr.
@@ -60,10 +64,11 @@ def run(
         params.judge, store_root=params.store.root, budget=budget,
         shared_cache=params.store.shared_cache, shared_cache_options=params.store.shared_cache_options,
     )  # fmt: skip
-    extra = judge_stage_inputs(params.judge, pin_dir, built, probe_dir) + review_inputs(pin_dir, review_ds, generators)
+    dirs = dataset_dirs(params, pools_dir)  # datasets the pools stage built (artifacts/pools/datasets/<name>/)
+    extra = judge_stage_inputs(params.judge, pin_dir, built, probe_dir, dirs) + review_inputs(pin_dir, review_ds, generators)
 
     def compute(tmp: Path) -> StageResult:
-        run_ = run_judges(params.judge, pin_dir, built, tmp, map_judges=map_judges, probe_dir=probe_dir)
+        run_ = run_judges(params.judge, pin_dir, built, tmp, map_judges=map_judges, probe_dir=probe_dir, dataset_dirs=dirs)
         reviews = run_reviews(params.judge, pin_dir, review_ds, generators)
         write_reviews(reviews, tmp, judges_table=tmp / "judges.parquet")
         summary = {**run_.summary, **({"review": reviews.summary} if generators else {}), **({"probe_missing": probe_missing} if probe_missing else {})}

@@ -2,7 +2,8 @@
 
 dvc.yaml: `metrics`; params.yaml: `metrics:`; outputs: artifacts/metrics/{metrics.json, metrics.parquet,
 pairs.parquet, comparisons.parquet, flip_matrix.parquet, prompt_sensitivity.parquet, error_reasons.parquet,
-definitions.json, sweeps.json}.
+definitions.json, sweeps.json}, and candidates.json when params.yaml names candidate sets (pools.candidates):
+their win rates per judge, spread and disagreement across sweeps (novelty_audit/metrics/_candidates.py).
 
 The headline of `metrics.json` (a few figures per dataset and judge) is published to `params.metrics.report`
 (reports/metrics/<dataset>/<judge>.json, declared under `metrics:` in dvc.yaml with cache: false) so `dvc metrics
@@ -32,8 +33,18 @@ from novelty_audit.artifacts import (
     write_table,
 )
 from novelty_audit.errors import ManifestMismatchError
-from novelty_audit.metrics import PROBE_DEFINITIONS, compute_metrics, probe_metrics, publish_headline, sweeps_json
+from novelty_audit.metrics import (
+    CANDIDATE_DEFINITIONS,
+    PROBE_DEFINITIONS,
+    candidate_metrics,
+    candidate_metrics_json,
+    compute_metrics,
+    probe_metrics,
+    publish_headline,
+    sweeps_json,
+)
 from novelty_audit.novbench import NOVBENCH_OUTPUTS, novbench_inputs, resolve_fluency, score_reviews
+from novelty_audit.config import CONTROL_BACKENDS
 from novelty_audit.params import Params, section_payload
 from novelty_audit.probe import PROBE_SUFFIX
 
@@ -77,6 +88,8 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
     variants = params.judge.sweep_variants()  # generated judge id → sweep, base, knobs (empty without sweeps)
     # A `dataset` variant's split → the split its base is compared on, and whether item by item (pin variant_of).
     compared_with = {ds: params.pin.compared_with(ds) for ds in sorted({v.knobs["dataset"] for v in variants.values() if "dataset" in v.knobs})}
+    # Candidate sets and head-to-head pairs (pools stage): win rates, never accuracy (no correct answer).
+    kinds = params.pools.candidate_kinds()
     lm, lm_reason = resolve_fluency(params.store.root, params.metrics.novbench_clarity_lm) if novbench_files else (None, "no NovBench reviews")
 
     def compute(tmp: Path) -> StageResult:
@@ -85,7 +98,7 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
             return pl.read_parquet(p) if p.exists() else None
 
         verdicts = pl.read_parquet(verdicts_path)
-        clean = verdicts.filter(~pl.col("dataset").is_in(probe_names))
+        clean = verdicts.filter(~pl.col("dataset").is_in(probe_names) & ~pl.col("dataset").is_in(list(kinds)))
         tables = compute_metrics(clean, maybe("pointwise.parquet"), maybe("judges.parquet"), params.metrics)
         # The probe datasets get their own figures (attack success per family), never accuracy or comparisons.
         probes = pl.concat([pl.read_parquet(p) for p in probe_files]) if probe_files else None
@@ -95,13 +108,15 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         # NovBench generators (the review task) under their own dataset names (novelty_audit/novbench).
         nb = score_reviews(judge_dir, pin_dir, params.metrics, params.store.root, fluency=(lm, lm_reason)) if novbench_files else None
         nb_metrics = nb.metrics if nb else {}
-        write_json(tmp / "metrics.json", {**tables.as_json(), **nb_metrics})
+        cands = _candidates(verdicts, kinds, params, variants, maybe("judges.parquet"))
+        write_json(tmp / "metrics.json", {**tables.as_json(), **nb_metrics, **candidate_metrics_json(cands)})
+        if kinds:
+            write_json(tmp / "candidates.json", cands)
         if nb is not None:  # only a judge stage with a reviews table has NovBench outputs
             write_json(tmp / "novbench.json", nb.details)
             write_table(tmp / "novbench_papers.parquet", nb.papers)
-        write_json(tmp / "definitions.json", tables.definitions)
-        sweeps = sweeps_json(clean, variants, params.metrics, pointwise=maybe("pointwise.parquet"), compared_with=compared_with) if variants else {}
-        write_json(tmp / "sweeps.json", sweeps)
+        write_json(tmp / "definitions.json", [*tables.definitions, *(CANDIDATE_DEFINITIONS if cands else [])])
+        write_json(tmp / "sweeps.json", sweeps_json(clean, variants, params.metrics, pointwise=maybe("pointwise.parquet"), compared_with=compared_with) if variants else {})
         for name, df in (
             ("metrics", tables.metrics),
             ("pairs", tables.pairs),
@@ -122,7 +137,7 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         summary.update({ds: {"generators": len(gens)} for ds, gens in nb_metrics.items()})
         if probe is not None:
             write_table(tmp / "probe_pairs.parquet", probe.pairs.sort(PROBE_KEYS["probe_pairs.parquet"]))
-        extra = {**(NOVBENCH_OUTPUTS if novbench_files else {}), **(PROBE_KEYS if probe is not None else {})}
+        extra = {**(NOVBENCH_OUTPUTS if novbench_files else {}), **(PROBE_KEYS if probe is not None else {}), **({"candidates.json": None} if kinds else {})}
         return StageResult(outputs={**KEYS, **extra}, summary=summary)
 
     manifest = execute_stage(
@@ -130,7 +145,8 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         code_root="stages.metrics",
         params={**section_payload(params, "metrics"), **({"novbench_clarity_lm": lm.name if lm else lm_reason} if novbench_files else {}),
                 **({"sweeps": {vid: v.model_dump(mode="json") for vid, v in sorted(variants.items())}} if variants else {}),
-                **({"sweep_compared_with": {ds: list(c) for ds, c in compared_with.items()}} if compared_with else {})},
+                **({"sweep_compared_with": {ds: list(c) for ds, c in compared_with.items()}} if compared_with else {}),
+                **({"candidate_datasets": kinds} if kinds else {})},
         inputs=[StageInput(p, key=k) for p, k in zip(files, _keys(files))] + [StageInput(p, key=_NOVBENCH_KEYS.get(p.name)) for p in novbench_files]
         + [StageInput(p, key=["pair_id"]) for p in probe_files],
         out_dir=out_dir,
@@ -141,6 +157,17 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
     publish_headline(read_json(Path(out_dir) / "metrics.json"), params.metrics.report, artifacts_root=Path(out_dir).parent)
     publish_copy(Path(out_dir) / "sweeps.json", Path(params.metrics.report).with_name("sweeps.json"))
     return manifest
+
+
+def _candidates(verdicts: pl.DataFrame, kinds: dict[str, str], params: Params, variants: dict, judges: pl.DataFrame | None) -> dict:
+    """Candidate-set figures per dataset (novelty_audit/metrics/_candidates.py); sweeps: base plus variants."""
+    if not kinds:
+        return {}
+    sweeps: dict[str, list[str]] = {}
+    for vid, v in sorted(variants.items()):
+        sweeps.setdefault(v.sweep, [v.base]).append(vid)
+    controls = set() if judges is None else {r["judge"] for r in judges.iter_rows(named=True) if r["backend"] in CONTROL_BACKENDS}
+    return candidate_metrics(verdicts, kinds, confidence=params.metrics.confidence, sweeps=sweeps, controls=controls)
 
 
 _NOVBENCH_KEYS = {

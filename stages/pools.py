@@ -3,11 +3,13 @@ stripping, and the rule check of the embedded benchmark.
 
 dvc.yaml: `pools`; params.yaml: `pools:`; outputs: artifacts/pools/{evidence,pool,exclusions,percentiles,
 pairs,unpaired,generated,strip_flags}.parquet, rule_check.json and summary.json, published to
-`pools.rule_check_report` and `pools.summary_report`.
+`pools.rule_check_report` and `pools.summary_report`; every pair set as a dataset the judge stage can judge:
+datasets/<name>/{ideas,pairs,pointwise,exclusions}.parquet and datasets.json (novelty_audit/pools/_datasets.py).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from novelty_audit.artifacts import (
@@ -24,7 +26,7 @@ from novelty_audit.artifacts import (
 )
 from novelty_audit.errors import BadInputError
 from novelty_audit.params import Params, section_payload
-from novelty_audit.pools import build_pools, pools_input_files, pools_prompt_files
+from novelty_audit.pools import DATASET_TABLES, build_pools, pools_input_files, pools_pin_datasets, pools_prompt_files
 
 UPSTREAM: tuple[str, ...] = ("pin", "signals")
 TABLES = {
@@ -51,7 +53,7 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
     inputs = inputs or {}
     pin_dir = Path(inputs.get("pin") or Path(params.store.artifacts) / "pin")
     sig_dir = Path(inputs.get("signals") or Path(params.store.artifacts) / "signals")
-    datasets = sorted({*pp.check_datasets, *([pp.generated.dataset] if pp.generated.source == "pin" else [])})
+    datasets = pools_pin_datasets(pp)
     sig_files = {n: _need(sig_dir / n, "signals") for n in ("papers.parquet", "reviews.parquet", "snippets.parquet", "scores.json")}
     pin_files = {(ds, t): _need(pin_dir / ds / f"{t}.parquet", "pin") for ds in datasets for t in ("ideas", "pairs")}
     stage_inputs = [
@@ -79,7 +81,16 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
             write_table(tmp / name, getattr(out, name.removesuffix(".parquet")))
         write_json(tmp / "rule_check.json", out.rule_check)
         write_json(tmp / "summary.json", out.summary)
-        return StageResult(outputs={**TABLES, "rule_check.json": None, "summary.json": None}, summary=out.summary, facts=out.facts)
+        built: dict[str, list[str] | None] = {"datasets.json": None}
+        for ds in out.datasets:
+            for table, key in DATASET_TABLES.items():
+                write_table(tmp / "datasets" / ds.name / f"{table}.parquet", getattr(ds, table))
+                built[f"datasets/{ds.name}/{table}.parquet"] = key
+        write_json(tmp / "datasets.json", {ds.name: ds.info for ds in out.datasets})
+        excluded = {ds.name: ds.info["excluded"] for ds in out.datasets if ds.info["excluded"]}
+        if excluded:  # counted on the console; each row with its reason in the dataset's exclusions.parquet
+            print("pools: excluded " + ", ".join(f"{n} from {ds}" for ds, n in excluded.items()) + " (datasets/<name>/exclusions.parquet)", file=sys.stderr)
+        return StageResult(outputs={**TABLES, "rule_check.json": None, "summary.json": None, **built}, summary=out.summary, facts=out.facts)
 
     manifest = execute_stage(
         "pools",

@@ -42,8 +42,9 @@ def make_project(root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     for name in ("params.yaml", "dvc.yaml"):
         shutil.copy(REPO / name, root / name)
-    # The pinned benchmark, NovBench (pin), the published reference results (report) and the probe catalogue (probe).
-    for data in ("novelty-judge-bench", "novbench", "published", "probes"):
+    # The pinned benchmark, NovBench (pin), the published reference results (report), the probe catalogue (probe) and
+    # the candidate sets folder (a pools dep).
+    for data in ("novelty-judge-bench", "novbench", "published", "probes", "candidates"):
         shutil.copytree(REPO / "data" / data, root / "data" / data)
     for p in (root / "data").rglob("*"):
         os.chmod(p, 0o755 if p.is_dir() else 0o644)

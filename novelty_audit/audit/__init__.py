@@ -50,6 +50,7 @@ from ._model import (
     Outcome,
     TextDiff,
 )
+from ._decisions import decisions_markdown
 from ._render import audit_markdown, diff_text, md_text, outcome_text
 from ._runs import (
     CURRENT,
@@ -118,6 +119,7 @@ __all__ = [
     "TextDiff",
     "AuditParams",
     "audit_markdown",
+    "decisions_markdown",
     "diff_text",
     "md_text",
     "outcome_text",

@@ -8,7 +8,7 @@ are decided by its identity, which holds neither (docs/design/report.md, docs/de
 
 from __future__ import annotations
 
-import html
+from ..markdown import md_text
 
 __all__ = ["DECISIONS_KEY", "decisions_markdown", "with_decisions"]
 
@@ -26,8 +26,7 @@ def decisions_markdown(tally: dict[str, dict[str, int]]) -> str:
               "`export adjudications` for a reference set).", "",
               "| judge | " + " | ".join(_COLUMNS) + " |", "|---|" + "---:|" * len(_COLUMNS)]
     for judge, counts in tally.items():
-        name = html.escape(judge, quote=False).replace("|", "\\|")
-        lines.append(f"| {name} | " + " | ".join(str(counts.get(c, 0)) for c in _COLUMNS) + " |")
+        lines.append(f"| {md_text(judge)} | " + " | ".join(str(counts.get(c, 0)) for c in _COLUMNS) + " |")
     return "\n".join([*lines, ""])
 
 

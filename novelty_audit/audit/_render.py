@@ -1,15 +1,14 @@
 """The audit for people: a Markdown document (summary, judges added/removed, groups, one block per change).
 
 Every text that comes from data (idea and document titles and texts, reasons, names, knob values) goes through
-`md_text`: HTML-escaped and with Markdown's inline markers backslash-escaped, so an idea holding `<script>` or
-`**` shows as written and never as markup."""
+`md_text` (`novelty_audit.markdown`, the one rule of every Markdown writer): HTML-escaped and with Markdown's
+inline markers backslash-escaped, so an idea holding `<script>` or `**` shows as written and never as markup."""
 
 from __future__ import annotations
 
-import html
-import re
 from typing import Any
 
+from ..markdown import md_code, md_text
 from ._model import CAUSES, AuditResult, Change, CorpusChange, Diff, Outcome, TextDiff
 
 __all__ = ["audit_markdown", "outcome_text", "diff_text", "md_text", "md_code"]
@@ -30,34 +29,6 @@ def _short(v: Any) -> str:
         return "—"
     s = str(v)
     return s[:12] if len(s) == 64 and all(c in "0123456789abcdef" for c in s) else s
-
-
-_MARKERS = "\\`*[]|~"
-# An underscore between two letters or digits never opens or closes emphasis (CommonMark): left as it is, so
-# names such as idea_0_text stay readable.
-_LOOSE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-
-
-def md_text(s: Any) -> str:
-    """Data as inline Markdown text: one line, HTML-escaped (&, <, >), Markdown markers backslash-escaped."""
-    out = " ".join(str(s).split())
-    for ch in _MARKERS:  # the backslash first, so the escapes added after it stay single
-        out = out.replace(ch, "\\" + ch)
-    out = _LOOSE_UNDERSCORE.sub(r"\\_", out)
-    return html.escape(out, quote=False)
-
-
-def md_code(s: Any) -> str:
-    """Data as an inline code span: Markdown and HTML inside it are shown as written; a backtick inside gets a
-    longer fence."""
-    text = " ".join(str(s).split())
-    fence = "`"
-    while fence in text:
-        fence += "`"
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
 
 
 def _diffs(ds: list[Diff] | None, titles: tuple[str, ...]) -> str:

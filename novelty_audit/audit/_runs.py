@@ -45,7 +45,7 @@ def ledger_side(store: Store, ref: str) -> RunSide:
     return RunSide(rec.run_id, {name: store.manifest_by_digest(d) for name, d in rec.stages.items()})
 
 
-def current_side(artifacts: str | Path, stages: tuple[str, ...] = ("pin", "probe", "judge")) -> RunSide:
+def current_side(artifacts: str | Path, stages: tuple[str, ...] = ("pin", "probe", "pools", "judge")) -> RunSide:
     """The stage outputs now in `artifacts/<stage>/` (their manifests)."""
     out = {}
     for name in stages:
@@ -133,10 +133,11 @@ def _configs(store: Store, side: RunSide) -> dict[str, dict[str, Any]]:
 
 
 def _ideas(store: Store, side: RunSide) -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], str]]:
-    """(titles, texts) by (dataset, idea_id) from the pin and probe stages' ideas tables."""
+    """(titles, texts) by (dataset, idea_id) from the pin, probe and pools stages' ideas tables."""
     titles: dict[tuple[str, str], str] = {}
     texts: dict[tuple[str, str], str] = {}
-    tables = _tables(store, side.manifests.get("pin"), "ideas.parquet") + _tables(store, side.manifests.get("probe"), "ideas.parquet")
+    # The pools stage's datasets (candidate sets, re-pairings) hold their ideas too (datasets/<name>/ideas.parquet).
+    tables = [t for stage in ("pin", "probe", "pools") for t in _tables(store, side.manifests.get(stage), "ideas.parquet")]
     for df in tables:
         cols = [c for c in ("dataset", "idea_id", "title", "text") if c in df.columns]
         for row in df.select(cols).to_dicts():

@@ -6,12 +6,27 @@ every subsystem whose settings happen to live in params.yaml.
 """
 
 from ._audit import AuditParams
-from ._base import DATASET_NAMES, REASONING_EFFORTS, DuplicateKeyError, Frozen, check_name, round_trip_yaml, safe_load_unique
+from ._base import CONTROL_BACKENDS, DATASET_NAMES, REASONING_EFFORTS, DuplicateKeyError, Frozen, check_name, round_trip_yaml, safe_load_unique
 from ._flows import BackendLimit, CanaryParams, FlowsParams, SchedulesParams
 from ._judge import CallSettings, GeneratorSpec, JudgeParams, JudgeSpec, Price, check_call_knobs
 from ._metrics import MetricsParams
 from ._probe import PROBE_SUFFIX, ProbeParams, probe_dataset
-from ._pools import GeneratedPoolParams, PercentileRule, PoolRules, PoolsParams, StripParams, TitleBlocklist
+from ._pools import (
+    GENERATED_PAIRS,
+    HUMAN_PAIRS,
+    LOW_SUFFIX,
+    CandidateSet,
+    GeneratedPoolParams,
+    HumanIdeas,
+    PercentileRule,
+    PoolRules,
+    PoolsParams,
+    RepairParams,
+    StripParams,
+    TitleBlocklist,
+    check_set_name,
+    repair_name,
+)
 from ._report import ReportParams
 from ._signals import EXTRACTOR_IDS, LLMSpec, PinnedFile, RecoveryParams, SignalsParams
 from ._sweeps import KNOB_NOTES as SWEEP_KNOB_NOTES, KNOBS as SWEEP_KNOBS, SweepSpec, SweepVariant
@@ -22,6 +37,7 @@ __all__ = [
     "DuplicateKeyError",
     "AuditParams",
     "DATASET_NAMES",
+    "CONTROL_BACKENDS",
     "REASONING_EFFORTS",
     "check_name",
     "Frozen",
@@ -40,6 +56,14 @@ __all__ = [
     "PercentileRule",
     "PoolRules",
     "PoolsParams",
+    "GENERATED_PAIRS",
+    "HUMAN_PAIRS",
+    "LOW_SUFFIX",
+    "CandidateSet",
+    "HumanIdeas",
+    "RepairParams",
+    "check_set_name",
+    "repair_name",
     "TitleBlocklist",
     "StripParams",
     "PROBE_SUFFIX",

@@ -12,9 +12,12 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Frozen", "DATASET_NAMES", "REASONING_EFFORTS", "DuplicateKeyError", "check_name", "round_trip_yaml", "safe_load_unique"]
+__all__ = ["Frozen", "CONTROL_BACKENDS", "DATASET_NAMES", "REASONING_EFFORTS", "DuplicateKeyError", "check_name", "round_trip_yaml",
+           "safe_load_unique"]
 
 DATASET_NAMES = ("human-only", "human-plus-generated")
+CONTROL_BACKENDS = frozenset({"always-first", "always-second", "random", "abstain"})
+"""The control judges' backends: the floor a real judge must beat, left out of spreads over judge configurations."""
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 """The reasoning efforts OpenAI's chat API takes (`reasoning_effort`), lowest first; the Anthropic provider maps

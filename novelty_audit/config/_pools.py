@@ -6,14 +6,43 @@ that package keeps every stage's code digest (all import params.py) free of the 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from ._signals import LLMSpec, PinnedFile
-from ._base import Frozen
+from ._base import Frozen, check_name
 
-__all__ = ["PercentileRule", "PoolRules", "GeneratedPoolParams", "StripParams", "PoolsParams", "TitleBlocklist"]
+__all__ = [
+    "PercentileRule", "PoolRules", "GeneratedPoolParams", "StripParams", "PoolsParams", "TitleBlocklist", "CandidateSet",
+    "HumanIdeas", "RepairParams", "check_set_name", "LOW_SUFFIX", "HUMAN_PAIRS", "GENERATED_PAIRS", "repair_name",
+]  # fmt: skip
+
+HUMAN_PAIRS = "constructed-human-only"
+"""The dataset of D+ × D- pairs built from reviews."""
+GENERATED_PAIRS = "constructed-human-plus-generated"
+"""The dataset of D+ × generated pairs built from reviews and the generated pool."""
+LOW_SUFFIX = "-vs-low"
+"""A candidate set NAME's pairs against D- human ideas form the dataset NAME-vs-low (the floor)."""
+_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
+
+
+def check_set_name(name: str) -> str:
+    """A candidate set name: the shared name rule (`check_name`: no control character), and, as it also names a file
+    under data/candidates/ and a DVC params key, lower-case letters, digits, `.`, `_`, `-`, starting with a letter or
+    digit (no spaces, `/` or `:`)."""
+    check_name(name, "pools.candidates")  # the shared rule for names: one line of visible text
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or len(name) > 64:
+        raise ValueError(f"candidate set name {name!r} must match [a-z0-9][a-z0-9._-]* (at most 64 characters)")
+    if name.endswith(LOW_SUFFIX) or re.fullmatch(r".*-seed-\d+", name) or name in (HUMAN_PAIRS, GENERATED_PAIRS):
+        raise ValueError(f"candidate set name {name!r} is reserved (it would collide with a dataset the pools stage names)")
+    return name
+
+
+def repair_name(dataset: str, seed: int) -> str:
+    """The dataset of a pinned split's D+ / D- ideas re-paired with `seed`."""
+    return f"{dataset}-seed-{seed}"
 
 
 class TitleBlocklist(Frozen):
@@ -85,6 +114,37 @@ class StripParams(Frozen):
     """The rewrite model; off by default, so pool texts are the abstracts as published and the check flags them."""
 
 
+class CandidateSet(Frozen):
+    """One pinned file of ideas from an idea-generation system (`novelty-audit candidates add` writes this entry)."""
+
+    path: str
+    """The copy under data/candidates/ (JSONL or CSV with area, title, text; optional system)."""
+    sha256: str
+    """Pinned digest of the file's bytes; a mismatch stops the pools stage."""
+    on_bad_row: Literal["error", "exclude"] = "error"
+    """error: a bad row stops the stage naming line and field; exclude: it lands in the dataset's exclusions."""
+    max_words: int = Field(default=400, ge=1)
+    """A candidate text longer than this many words is a bad row."""
+
+
+class HumanIdeas(Frozen):
+    """The human D+ / D- ideas candidates are paired with."""
+
+    source: Literal["pin", "reviews"] = "pin"
+    """pin: a pinned split's POSITIVE (D+) and NEGATIVE (D-) ideas; reviews: the D+ / D- pools this stage builds."""
+    dataset: str = "human-only"
+    """pin source: the pinned split."""
+
+
+class RepairParams(Frozen):
+    """Re-pair a pinned split's D+ and D- ideas with other seeds: dataset `<dataset>-seed-<n>` per seed."""
+
+    dataset: str = "human-only"
+    """The pinned split whose POSITIVE and NEGATIVE ideas are re-paired within areas."""
+    seeds: list[int] = Field(default_factory=list)
+    """One dataset per seed; empty: none."""
+
+
 class PoolsParams(Frozen):
     """params.yaml `pools:`."""
 
@@ -116,3 +176,59 @@ class PoolsParams(Frozen):
     """Where the rule check of the embedded benchmark and the strip flags are published."""
     summary_report: str = "reports/pools_summary.json"
     """Where the pool counts are published (declared as DVC metrics)."""
+    candidates: dict[str, CandidateSet] = Field(default_factory=dict)
+    """Candidate sets by name: each gives the datasets NAME (against D+) and NAME-vs-low (against D-)."""
+    candidate_humans: HumanIdeas = Field(default_factory=HumanIdeas)
+    """The human ideas candidates meet."""
+    head_to_head: list[tuple[str, str]] = Field(default_factory=list)
+    """Pairs of candidate sets [A, B] paired within areas: dataset `A-vs-B` (A's win rate over B)."""
+    repair: RepairParams = Field(default_factory=RepairParams)
+    """Re-pairings of a pinned split with other seeds (for the spread of accuracy over pairings)."""
+
+    @field_validator("candidates")
+    @classmethod
+    def _names(cls, value: dict[str, CandidateSet]) -> dict[str, CandidateSet]:
+        for name in value:
+            check_set_name(name)
+        return value
+
+    @model_validator(mode="after")
+    def _pairs_known(self) -> "PoolsParams":
+        for a, b in self.head_to_head:
+            for n in (a, b):
+                if n not in self.candidates:
+                    raise ValueError(f"head_to_head: '{n}' is not a candidate set (pools.candidates: {', '.join(sorted(self.candidates)) or 'none'})")
+            if a == b:
+                raise ValueError(f"head_to_head: '{a}' against itself")
+        names = self.dataset_names()
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"two pools datasets would share the name(s) {', '.join(twice)}: rename a candidate set")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        # Unused dataset options stay out of the payload: a pools stage without them keeps the identity it had.
+        if isinstance(out, dict):
+            for key, empty in (("candidates", {}), ("head_to_head", []), ("candidate_humans", HumanIdeas()), ("repair", RepairParams())):
+                if getattr(self, key) == empty:
+                    out.pop(key, None)
+        return out
+
+    def candidate_kinds(self) -> dict[str, str]:
+        """Every candidate dataset by name → kind: `candidates` (against D+), `candidates-low` (against D-),
+        `head-to-head` (set A against set B)."""
+        out = {}
+        for name in sorted(self.candidates):
+            out[name] = "candidates"
+            out[name + LOW_SUFFIX] = "candidates-low"
+        out.update({f"{a}-vs-{b}": "head-to-head" for a, b in self.head_to_head})
+        return out
+
+    def dataset_names(self) -> list[str]:
+        """Every dataset the pools stage publishes for the judge stage (artifacts/pools/datasets/<name>/)."""
+        out = [HUMAN_PAIRS] + ([GENERATED_PAIRS] if self.generated.source != "none" else [])
+        out += list(self.candidate_kinds())
+        out += [repair_name(self.repair.dataset, s) for s in self.repair.seeds]
+        return out

@@ -35,12 +35,12 @@ from ._base import (
 from ._build import Built, build_judges, judge_catalog, validate_judges
 from ..llm import Budget, CallCache, CallClaim, Sampling, call_key, endpoint_id
 from ._cache import verify_caches
-from ._dry_run import DryRun, JudgeEstimate, JudgeRunParams, dry_run_judges, dry_run_stage, judge_run_params
+from ._dry_run import DryRun, JudgeEstimate, JudgeRunParams, dataset_dirs, dry_run_judges, dry_run_stage, judge_run_params
 from ._llm import LLMArgs, LLMJudge
 from ._prompts import load_prompt, parse_verdict, prompt_names
 from ._protocol import ORDERS, Call, CallResult, VoteJudge
 from ._registry import Lazy, Registry
-from ._run import JudgeMap, JudgeRun, failed_calls, failure_line, judge_stage_inputs, load_items, run_judges
+from ._run import DatasetDirs, JudgeMap, JudgeRun, failed_calls, failure_line, judge_stage_inputs, load_items, run_judges
 
 __all__ = [
     "AGENT_COLUMNS",
@@ -94,6 +94,8 @@ __all__ = [
     "judge_catalog",
     "judge_run_params",
     "judge_stage_inputs",
+    "DatasetDirs",
+    "dataset_dirs",
     "judges_row",
     "load_items",
     "load_prompt",

@@ -22,9 +22,9 @@ from ..llm import Budget
 from ..params import Params
 from ._build import Built, build_judges
 from ._llm import LLMJudge
-from ._run import judge_stage_inputs, select_items
+from ._run import DatasetDirs, judge_stage_inputs, select_items
 
-__all__ = ["DryRun", "JudgeEstimate", "JudgeRunParams", "dry_run_judges", "dry_run_stage", "judge_run_params"]
+__all__ = ["DryRun", "JudgeEstimate", "JudgeRunParams", "dataset_dirs", "dry_run_judges", "dry_run_stage", "judge_run_params"]
 
 
 class JudgeRunParams(NamedTuple):
@@ -159,11 +159,11 @@ def _lines(judges: list[Any], what: str) -> Iterator[Any]:
             print(f"{what}: {i}/{len(judges)} done", file=sys.stderr, flush=True)
 
 
-def dry_run_judges(jp, pin_dir: Path, built: Built, probe_dir: Path | None = None) -> DryRun:
+def dry_run_judges(jp, pin_dir: Path, built: Built, probe_dir: Path | None = None, dirs: DatasetDirs | None = None) -> DryRun:
     """What `run_judges(jp, pin_dir, built, …, probe_dir=probe_dir)` would ask, per judge; nothing is sent or written.
     With more than `LARGE_PLAN` judges and `judge.progress` on, a progress bar on stderr counts the judges done."""
-    judge_stage_inputs(jp, pin_dir, built, probe_dir)  # a missing pinned table fails as in a run: exit 2, naming it
-    chosen = select_items(jp, pin_dir, probe_dir)
+    judge_stage_inputs(jp, pin_dir, built, probe_dir, dirs)  # a missing pinned table fails as in a run: exit 2, naming it
+    chosen = select_items(jp, pin_dir, probe_dir, dirs)
     result = DryRun(budget_usd=jp.budget_usd)
     uncached: dict[str, float] = {}
     with _progress(built.judges, jp.progress and len(built.judges) > LARGE_PLAN) as judges:
@@ -212,7 +212,14 @@ def _estimate(jp, chosen, judge, result: DryRun, uncached: dict[str, float]) -> 
     uncached.update((k, v) for k, v in keys.items() if k not in cached)
 
 
-def dry_run_stage(params: Params, pin_dir: Path, probe_dir: Path, limit: int | None = None) -> DryRun:
+def dataset_dirs(params: Params, pools_dir: Path) -> dict[str, Path]:
+    """The datasets a judge-stage run reads from the pools stage (`pools.dataset_names()` that are not pinned
+    splits) → their directories `<pools_dir>/datasets/<name>/`."""
+    built = set(params.pools.dataset_names()) - set(params.pin.datasets)
+    return {ds: Path(pools_dir) / "datasets" / ds for ds in params.judge.run_datasets() if ds in built}
+
+
+def dry_run_stage(params: Params, pin_dir: Path, probe_dir: Path, limit: int | None = None, pools_dir: Path | None = None) -> DryRun:
     """The judge stage's dry run: its params as a run reads them (`judge_run_params`), its judges built with a
     budget that keeps no state file (the cap is only compared, never drawn on), then `dry_run_judges`."""
     run = judge_run_params(params, probe_dir, limit)
@@ -222,7 +229,8 @@ def dry_run_stage(params: Params, pin_dir: Path, probe_dir: Path, limit: int | N
     built = build_judges(jp, store_root=params.store.root, budget=Budget(jp.budget_usd), progress=False,
                          shared_cache=params.store.shared_cache, shared_cache_options=params.store.shared_cache_options)  # fmt: skip
     try:
-        return dry_run_judges(jp, pin_dir, built, probe_dir)
+        dirs = dataset_dirs(run.params, pools_dir or Path(params.store.artifacts) / "pools")
+        return dry_run_judges(jp, pin_dir, built, probe_dir, dirs)
     finally:
         for j in built.judges:
             j.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -34,7 +34,7 @@ from ._excluded import corpus_exclusion_lines, corpus_exclusions
 from ._prompts import JUDGE_TEMPLATE_PREFIXES
 
 __all__ = [
-    "JudgeMap", "JudgeRun", "failed_calls", "failure_line", "judge_stage_inputs", "limit_items", "load_items", "prompts_dir", "run_judges", "runs_probe", "select_items", "RunItems",
+    "DatasetDirs", "JudgeMap", "JudgeRun", "failed_calls", "failure_line", "judge_stage_inputs", "limit_items", "load_items", "prompts_dir", "run_judges", "runs_probe", "select_items", "RunItems",
 ]  # fmt: skip
 
 JudgeMap = Callable[[Sequence[Judge], list[PairItem], list[PointItem]], list[JudgeOutput]]
@@ -58,21 +58,31 @@ def prompts_dir() -> Path:
     return Path(str(resources.files("novelty_audit").joinpath("prompts")))
 
 
-def judge_stage_inputs(jp: JudgeParams, pin_dir: Path, built: Built, probe_dir: Path | None = None) -> list[Path]:
-    """Files whose content decides the judge stage's outputs: pinned tables, probe tables, prompt templates,
-    judge inputs."""
+DatasetDirs = Mapping[str, Path]
+"""Dataset name → the directory of its tables, for datasets that are not pinned splits (the pools stage's
+`datasets/<name>/`); every other dataset is read from the pin stage's `<pin_dir>/<name>/`."""
+
+
+def _base(pin_dir: Path, ds: str, dirs: DatasetDirs | None) -> Path:
+    return Path(dirs[ds]) if dirs and ds in dirs else Path(pin_dir) / ds
+
+
+def judge_stage_inputs(jp: JudgeParams, pin_dir: Path, built: Built, probe_dir: Path | None = None, dataset_dirs: DatasetDirs | None = None) -> list[Path]:
+    """Files whose content decides the judge stage's outputs: pinned tables (and those of the pools stage's
+    datasets named in `dataset_dirs`), probe tables, prompt templates, judge inputs."""
     paths: list[Path] = []
     sources = (
-        (Path(pin_dir), jp.run_datasets(), "pinned",
-         "run the pin stage first, and list in judge.datasets (and a sweep's dataset knob) only datasets under pin.datasets"),
+        (Path(pin_dir), jp.run_datasets(), "pinned", dataset_dirs,
+         "run the pin stage first (the pools stage for a pools dataset), and list in judge.datasets (and a sweep's dataset "
+         "knob) only datasets under pin.datasets or built by the pools stage (artifacts/pools/datasets.json)"),
     )  # fmt: skip
     if jp.probe_datasets:  # only then is a probe directory required
-        sources += ((_probe_dir(probe_dir), jp.probe_datasets, "probe",
+        sources += ((_probe_dir(probe_dir), jp.probe_datasets, "probe", None,
                      "run the probe stage first (novelty-audit stage probe), with the split under probe.datasets"),)
-    for root, datasets, what, hint in sources:
+    for root, datasets, what, dirs, hint in sources:
         for ds in datasets:
             for t in _PIN_TABLES:
-                p = root / ds / t
+                p = _base(root, ds, dirs) / t
                 if not p.exists():
                     raise BadInputError(f"{p}: missing {what} table for dataset '{ds}'", hint=hint)
                 paths.append(p)
@@ -85,12 +95,12 @@ def judge_stage_inputs(jp: JudgeParams, pin_dir: Path, built: Built, probe_dir: 
     return sorted(set(paths))
 
 
-def load_items(pin_dir: Path, datasets: list[str]) -> tuple[list[PairItem], list[PointItem]]:
+def load_items(pin_dir: Path, datasets: list[str], dataset_dirs: DatasetDirs | None = None) -> tuple[list[PairItem], list[PointItem]]:
     """Pairs (published slot order) and pointwise items of each dataset, joined to their ideas by idea_id."""
     pairs: list[PairItem] = []
     points: list[PointItem] = []
     for ds in datasets:
-        base = Path(pin_dir) / ds
+        base = _base(pin_dir, ds, dataset_dirs)
         ideas = {
             r["idea_id"]: Idea(r["idea_id"], r["title"], r["text"], r["text_digest"], r["area"])
             for r in pl.read_parquet(base / "ideas.parquet").iter_rows(named=True)
@@ -237,9 +247,9 @@ class RunItems:
         return [p for p in self.points if p.dataset in own]
 
 
-def select_items(jp: JudgeParams, pin_dir: Path, probe_dir: Path | None) -> RunItems:
+def select_items(jp: JudgeParams, pin_dir: Path, probe_dir: Path | None, dataset_dirs: DatasetDirs | None = None) -> RunItems:
     """The items of a run (and of its dry run, which must plan exactly these)."""
-    all_pairs, all_points = load_items(pin_dir, jp.run_datasets())
+    all_pairs, all_points = load_items(pin_dir, jp.run_datasets(), dataset_dirs)
     probe_all = load_items(_probe_dir(probe_dir), list(jp.probe_datasets))[0] if jp.probe_datasets else []
     pairs, points = limit_items(all_pairs, all_points, jp.limit, jp.seed)
     probe_pairs, _ = limit_items(probe_all, [], jp.limit, jp.seed)
@@ -252,11 +262,12 @@ def select_items(jp: JudgeParams, pin_dir: Path, probe_dir: Path | None) -> RunI
 
 
 def run_judges(
-    jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, map_judges: JudgeMap | None = None, probe_dir: Path | None = None
+    jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, map_judges: JudgeMap | None = None, probe_dir: Path | None = None,
+    dataset_dirs: DatasetDirs | None = None,
 ) -> JudgeRun:
     """Run every built judge over the pinned items (and the probe pairs, for the judges that run the probe)
     and write verdicts/pointwise/judges Parquet into `out_dir`."""
-    chosen = select_items(jp, pin_dir, probe_dir)
+    chosen = select_items(jp, pin_dir, probe_dir, dataset_dirs)
     all_pairs, all_points, probe_all = chosen.all_pairs, chosen.all_points, chosen.probe_all
     subset = chosen.subset
     pair_rows: list[dict] = []

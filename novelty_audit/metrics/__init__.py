@@ -6,6 +6,7 @@ Comparisons between judges, runs or files align verdicts by id (`compare_verdict
 """
 
 from ._compare import KINDS, AlignedVerdicts, Comparison, align_verdicts, compare_aligned, compare_verdicts, mcnemar_exact_p, verdict_map
+from ._candidates import CANDIDATE_DEFINITIONS, CANDIDATE_KINDS, candidate_metrics, candidate_metrics_json
 from ._compute import BY_REASON, MetricsTables, compute_metrics, metrics_json, prompt_groups
 from ._estimates import (
     WILSON_METHOD,
@@ -30,10 +31,15 @@ from ._files import ExportResult, FlipsReport, QualityReport, export_gold, expor
 from ..config import MetricsParams
 from ._registry import METRICS, MetricSpec, metric
 from ._sweeps import SPREAD_KNOBS, sweeps_json
-from ._tables import TABLE_FORMATS, TABLE_KINDS, PaperTable, fmt_value, paper_table, render_table
+from ._tables import LATEX_FITS, TABLE_FORMATS, TABLE_KINDS, PaperTable, fmt_value, paper_table, render_table, table_columns
 from ._views import PairwiseView, PointwiseView, pairwise_view, pointwise_view
 
 __all__ = [
+    "CANDIDATE_DEFINITIONS",
+    "CANDIDATE_KINDS",
+    "LATEX_FITS",
+    "candidate_metrics",
+    "candidate_metrics_json",
     "HEADLINE_KEYS",
     "headline_rows",
     "publish_headline",
@@ -43,6 +49,7 @@ __all__ = [
     "fmt_value",
     "paper_table",
     "render_table",
+    "table_columns",
     "SPREAD_KNOBS",
     "sweeps_json",
     "KINDS",

@@ -14,6 +14,8 @@ from typing import Any
 
 import polars as pl
 
+from ..markdown import md_table
+
 __all__ = ["ReportSection", "report_section"]
 
 MEASURED_COLUMNS = (
@@ -51,8 +53,7 @@ def _table_html(head: list[str], rows: list[list[str]]) -> str:
 
 
 def _table_md(head: list[str], rows: list[list[str]]) -> str:
-    esc = [[c.replace("|", "\\|") for c in r] for r in rows]
-    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in esc])
+    return md_table(head, rows)
 
 
 def report_section(metrics: dict[str, Any], published: list[dict[str, Any]] | None = None,

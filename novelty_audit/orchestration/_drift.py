@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..artifacts import Store
 from ..errors import ConfigError
+from ..markdown import md_text
 
 if TYPE_CHECKING:  # params.py imports the flows section model; keep this module out of that cycle
     from ..audit import AuditResult
@@ -118,7 +119,7 @@ def drift_markdown(result: AuditResult | None, *, judges: Sequence[str], canary_
         "# Judge drift watch",
         "",
         (
-            f"Re-asked {', '.join(judges)} on {canary_pairs} canary pair(s) with the call cache bypassed: "
+            f"Re-asked {md_text(', '.join(judges))} on {canary_pairs} canary pair(s) with the call cache bypassed: "
             f"{int(facts.get('calls', 0))} call(s), ${float(facts.get('cost_usd', 0.0)):.4f}."
         ),
         "",

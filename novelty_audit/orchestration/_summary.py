@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..markdown import md_text
+
 __all__ = ["RunSummary", "StageOutcome", "fact_number", "summarize_run"]
 
 # Fact keys the stages use for the same quantity; the first present wins.
@@ -119,7 +121,7 @@ class RunSummary:
         """A short report: totals first, then a table of stages."""
         t = self.totals()
         lines = [
-            f"# {title}",
+            f"# {md_text(title)}",
             "",
             (
                 f"**{t['stages']} stages**: {t['computed']} computed, {t['restored']} restored from the store, "
@@ -132,10 +134,10 @@ class RunSummary:
         ]
         for s in self.stages:
             lines.append(
-                f"| {s.stage} | {s.action} | `{(s.identity or '')[:12]}` | {s.seconds:.2f} | {s.calls} | {s.cache_hits} | {s.cost_usd:.4f} |"
+                f"| {md_text(s.stage)} | {md_text(s.action)} | `{(s.identity or '')[:12]}` | {s.seconds:.2f} | {s.calls} | {s.cache_hits} | {s.cost_usd:.4f} |"
             )
         for s in self.failed:
-            lines += ["", f"**{s.stage} failed**: {s.error}"]
+            lines += ["", f"**{md_text(s.stage)} failed**: {md_text(s.error)}"]
         return "\n".join(lines) + "\n"
 
 

@@ -3,7 +3,9 @@ result stripping, and the rule check of the embedded benchmark."""
 
 from ..config import GeneratedPoolParams, PercentileRule, PoolRules, PoolsParams, StripParams
 from ._blocklist import blocked_titles
-from ._build import FLAG_SCHEMA, GENERATED_PAIRS, HUMAN_PAIRS, POOL_SCHEMA, PoolsOutput, build_pools, pools_input_files, pools_prompt_files
+from ._build import FLAG_SCHEMA, GENERATED_PAIRS, HUMAN_PAIRS, POOL_SCHEMA, PoolsOutput, build_pools, pools_input_files, pools_pin_datasets, pools_prompt_files
+from ._candidates import CANDIDATES_DIR, AddReport, CandidateRead, add_candidates, candidates_add, read_candidates
+from ._datasets import DATASET_TABLES, PoolDataset, build_datasets
 from ._check import NOT_CHECKABLE, check_benchmark
 from ._generated import GENERATED_SCHEMA, generate_with_llm, generated_from_jsonl, generated_from_pin
 from ._pair import PAIR_SCHEMA, UNPAIRED_SCHEMA, area_rng, pair_within_areas
@@ -25,6 +27,16 @@ __all__ = [
     "POOL_SCHEMA",
     "PoolsOutput",
     "build_pools",
+    "pools_pin_datasets",
+    "CANDIDATES_DIR",
+    "CandidateRead",
+    "AddReport",
+    "candidates_add",
+    "add_candidates",
+    "read_candidates",
+    "DATASET_TABLES",
+    "PoolDataset",
+    "build_datasets",
     "pools_prompt_files",
     "pools_input_files",
     "blocked_titles",

@@ -8,22 +8,21 @@ from typing import Any
 
 import polars as pl
 
-from ..config import PoolsParams
+from ..config import GENERATED_PAIRS, HUMAN_PAIRS, PoolsParams
 from ..errors import ConfigError
 from ..signals import ChatClient, check_file_pin, prompt_path
 from ._blocklist import blocked_titles
 from ._check import check_benchmark
+from ._datasets import PoolDataset, build_datasets, pool_ideas
 from ._generated import GENERATED_SCHEMA, generate_with_llm, generated_from_jsonl, generated_from_pin
 from ._pair import pair_within_areas
 from ._select import EVIDENCE_SCHEMA, paper_evidence, select_pools
 from ._strip import GENERATE_PROMPT, STRIP_CHECK_VERSION, STRIP_PROMPT, check_results, strip_results
 
-__all__ = ["PoolsOutput", "build_pools", "pools_prompt_files", "POOL_SCHEMA", "FLAG_SCHEMA", "HUMAN_PAIRS", "GENERATED_PAIRS"]
+__all__ = ["PoolsOutput", "build_pools", "pools_prompt_files", "pools_pin_datasets", "POOL_SCHEMA", "FLAG_SCHEMA", "HUMAN_PAIRS", "GENERATED_PAIRS"]
 
 POOL_SCHEMA = {**EVIDENCE_SCHEMA, "pool": pl.String, "text": pl.String, "text_stripped": pl.Boolean}
 FLAG_SCHEMA = {"idea_id": pl.String, "pool": pl.String, "check": pl.String, "match": pl.String, "start": pl.Int32}
-HUMAN_PAIRS = "constructed-human-only"
-GENERATED_PAIRS = "constructed-human-plus-generated"
 
 
 def pools_input_files(pp: PoolsParams) -> list[Path]:
@@ -31,7 +30,19 @@ def pools_input_files(pp: PoolsParams) -> list[Path]:
     files = [Path(pp.title_blocklist.file.path)] if pp.title_blocklist.file is not None else []
     if pp.generated.source == "jsonl" and pp.generated.file is not None:
         files.append(Path(pp.generated.file.path))
+    files += [Path(cs.path) for _, cs in sorted(pp.candidates.items())]
     return files
+
+
+def pools_pin_datasets(pp: PoolsParams) -> list[str]:
+    """The pinned splits the pools stage reads: those it checks, the generated pool's, the candidates' humans, the
+    re-paired one."""
+    out = {*pp.check_datasets, *([pp.generated.dataset] if pp.generated.source == "pin" else [])}
+    if pp.candidates and pp.candidate_humans.source == "pin":
+        out.add(pp.candidate_humans.dataset)
+    if pp.repair.seeds:
+        out.add(pp.repair.dataset)
+    return sorted(out)
 
 
 def pools_prompt_files(pp: PoolsParams) -> list[Path]:
@@ -59,6 +70,8 @@ class PoolsOutput:
     rule_check: dict[str, Any]
     summary: dict[str, Any]
     facts: dict[str, Any] = field(default_factory=dict)
+    datasets: list[PoolDataset] = field(default_factory=list)
+    """Every pair set as a judgeable dataset (`PoolsParams.dataset_names`)."""
 
 
 def _extractor_id(pp: PoolsParams, signal_scores: dict[str, Any]) -> str:
@@ -88,7 +101,7 @@ def build_pools(
     root: Path = Path("."),
 ) -> PoolsOutput:
     """Build D+ / D- and the generated pool, pair them by seed, flag leftover results, check the benchmark."""
-    for ds in {*pp.check_datasets, *([pp.generated.dataset] if pp.generated.source == "pin" else [])}:
+    for ds in pools_pin_datasets(pp):
         if ds not in benchmark_ideas:
             raise ConfigError(f"pools: dataset '{ds}' is not among the pin stage's outputs {sorted(benchmark_ideas)}")
     evidence = paper_evidence(papers, snippets, reviews, _extractor_id(pp, signal_scores))
@@ -134,6 +147,11 @@ def build_pools(
     pairs = pl.concat([h_pairs, g_pairs]).sort("dataset", "pair_id")
     unpaired = pl.concat([h_unpaired, g_unpaired]).sort("dataset", "idea_id")
 
+    datasets = build_datasets(
+        pp, pool_idea_df=pool_ideas(pool, generated), human_pairs=(h_pairs, h_unpaired),
+        generated_pairs=(g_pairs, g_unpaired) if gp.source != "none" else None, benchmark_ideas=benchmark_ideas,
+        review_areas=[a for a in papers["area"].to_list() if a], root=root,
+    )  # fmt: skip
     checks = {ds: check_benchmark(benchmark_ideas[ds], benchmark_pairs[ds], pp, blocked) for ds in sorted(pp.check_datasets)}
     strip_flags = pl.DataFrame(flags, schema=FLAG_SCHEMA).sort("pool", "idea_id", "start", "check")
     flagged_pool = strip_flags.filter(pl.col("pool") != "generated")["idea_id"].n_unique()
@@ -193,4 +211,5 @@ def build_pools(
         rule_check=rule_check,
         summary=summary,
         facts=facts,
+        datasets=datasets,
     )

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from dataclasses import dataclass, field
 from typing import Union
+
+from ..markdown import md_code, md_link, md_table, md_text
 
 __all__ = ["Heading", "Para", "Link", "Span", "Table", "Figure", "Raw", "Section", "Block", "render_html", "render_markdown"]
 
@@ -93,12 +96,17 @@ def _inline(text: str, code: bool) -> str:
     return "".join(f"<code>{_e(p)}</code>" if i % 2 else _e(p) for i, p in enumerate(parts))
 
 
+_WITH_INTERVAL = re.compile(r"(\S+) (\[[^\[\]]+\])")
+
+
 def _cell_html(c: Cell) -> str:
     if isinstance(c, Span):
         return _cell_html(c.content)
     if isinstance(c, Link):
         return f'<a href="{_e(c.url)}">{_e(c.text)}</a>'
-    return _e(c)
+    # A value and its interval may wrap between them, never inside the interval: a narrow page wraps, not overflows.
+    m = _WITH_INTERVAL.fullmatch(c)
+    return f'{_e(m.group(1))} <span class="ci">{_e(m.group(2))}</span>' if m else _e(c)
 
 
 def _table_html(t: Table) -> str:
@@ -154,27 +162,35 @@ def render_html(title: str, css: str, nav: list[tuple[str, str]], blocks: list[B
 def _md_cell(c: Cell) -> str:
     if isinstance(c, Span):
         return " | ".join([_md_cell(c.content)] + [""] * (c.n - 1))
-    s = f"[{c.text}]({c.url})" if isinstance(c, Link) else c
-    return s.replace("|", "\\|").replace("\n", " ")
+    return md_link(c.text, c.url) if isinstance(c, Link) else md_text(c)
+
+
+def _md_inline(text: str, code: bool) -> str:
+    """As `_inline` does for HTML: the text as written, `backticked` spans as code when `code`."""
+    if not code:
+        return md_text(text)
+
+    def plain(p: str) -> str:  # md_text trims; the spaces around a code span stay
+        return (" " if p[:1].isspace() else "") + md_text(p) + (" " if p[-1:].isspace() and p.strip() else "")
+
+    return "".join(md_code(p) if i % 2 else plain(p) for i, p in enumerate(text.split("`")) if p)
 
 
 def _block_md(b: Block) -> str:
     if isinstance(b, Heading):
-        return "#" * b.level + " " + b.text
+        return "#" * b.level + " " + md_text(b.text)
     if isinstance(b, Para):
-        return b.text
+        return _md_inline(b.text, b.code)
     if isinstance(b, Table):
-        lines = ["| " + " | ".join(_md_cell(h) for h in b.header) + " |", "|" + "---|" * len(b.header)]
-        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
-        return "\n".join(lines)
+        return md_table([_md_cell(h) for h in b.header], ([_md_cell(c) for c in row] for row in b.rows), escaped=True)
     if isinstance(b, Figure):
         if b.svg_name is None:
-            return f"_{b.title}: {b.note}_"
-        return f"![{b.title}](plots/{b.svg_name})" + (f"\n\n_{b.note}_" if b.note else "")
+            return f"_{md_text(b.title)}: {md_text(b.note)}_"
+        return f"![{md_text(b.title)}](plots/{b.svg_name})" + (f"\n\n_{md_text(b.note)}_" if b.note else "")
     if isinstance(b, Raw):
         return b.markdown.strip()
     return "\n\n".join(_block_md(x) for x in b.blocks)
 
 
 def render_markdown(title: str, blocks: list[Block]) -> str:
-    return "\n\n".join([f"# {title}", *(_block_md(b) for b in blocks)]) + "\n"
+    return "\n\n".join([f"# {md_text(title)}", *(_block_md(b) for b in blocks)]) + "\n"

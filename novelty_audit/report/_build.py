@@ -14,9 +14,11 @@ from typing import Any, Callable
 import orjson
 
 from ..artifacts import atomic_write_bytes
-from ..config import PROBE_SUFFIX, ReportParams, probe_dataset
+from ..config import CONTROL_BACKENDS, PROBE_SUFFIX, ReportParams, probe_dataset
+from ..markdown import md_text
 from . import _charts
 from ._agents import AGENTS_ID, agent_blocks
+from ._candidates import CANDIDATES_ID, candidate_blocks
 from ._blocks import Block, Figure, Heading, Link, Para, Raw, Section, Span, Table, render_html, render_markdown
 from ._instability import INSTABILITY_ID, instability_blocks
 from ._sources import ReportSources
@@ -26,7 +28,6 @@ __all__ = ["Report", "build_report", "write_report", "DRIFT_FILES", "CONTROL_BAC
 DRIFT_FILES = ("drift.md", "drift.json")
 """The drift watch's history per judge, next to the report and outside it (it depends on the drift ledger)."""
 
-CONTROL_BACKENDS = frozenset({"always-first", "always-second", "random", "abstain"})
 """Backends whose answer ignores the ideas: the reference floor, drawn as a band and kept out of colour scales."""
 
 _SUFFIXES = ("_ci_low", "_ci_high", "_wilson_low", "_wilson_high")
@@ -253,7 +254,7 @@ def _accuracy_table(ds: str, sources: ReportSources, judges: dict[str, _Judge], 
         if partial:
             row += [_covered_cell(d)]
         row += [_cell(d, "soft_accuracy"), _cell(d, "tie_rate"), _no_verdict(d), _failed(d), _cell(d, "order_flip_rate"),
-                _cell(d, "first_position_rate") if j.sees_positions else "—", "; ".join(notes)]
+                _cell(d, "first_position_rate"), "; ".join(notes)]
         rows.append(row)
         classes.append(j.kind)
     for row in _published_rows(sources, ds, len(header)):
@@ -310,15 +311,25 @@ def _error_table(metrics: dict[str, Any], datasets: list[str]) -> Table | None:
     return Table("error-reasons", ["judge", "dataset", "task", "error reason", "failed calls"], rows)
 
 
-def _detail_tables(metrics: dict[str, Any], datasets: list[str]) -> list[tuple[str, Table]]:
+_DETAIL_COLUMNS = 6
+"""Metric columns per "All metrics" table: a dataset's figures are split into tables this wide (the judge column
+repeated), so none runs off the page."""
+
+
+def _detail_tables(metrics: dict[str, Any], datasets: list[str]) -> list[tuple[str, list[Table]]]:
     out = []
     for ds in datasets:
         names: list[str] = []
         for judge in sorted(metrics[ds]):
             names += [m for m in _names(metrics[ds][judge]) if m not in names]
         names = [m for m in _PREFERRED if m in names] + sorted(m for m in names if m not in _PREFERRED)
-        rows: list[list[Any]] = [[judge] + [_cell(metrics[ds][judge], m) for m in names] for judge in sorted(metrics[ds])]
-        out.append((ds, Table(f"metrics-{_slug(ds)}", ["judge"] + [_label(m) for m in names], rows, wide=True)))
+        tables = []
+        for i in range(0, len(names), _DETAIL_COLUMNS):
+            part = names[i: i + _DETAIL_COLUMNS]
+            rows: list[list[Any]] = [[judge] + [_cell(metrics[ds][judge], m) for m in part] for judge in sorted(metrics[ds])]
+            tid = f"metrics-{_slug(ds)}" + (f"-{i // _DETAIL_COLUMNS + 1}" if i else "")
+            tables.append(Table(tid, ["judge"] + [_label(m) for m in part], rows, cls="detail"))
+        out.append((ds, tables))
     return out
 
 
@@ -529,7 +540,9 @@ def _card(j: _Judge, sources: ReportSources, datasets: list[str], prompt_rows: l
             facts.append([key, str(j.config[key])])
     facts += [
         ["config digest", j.config_digest[:16] or "—"],
-        ["sees which idea is shown first", "yes" if j.sees_positions else "no (scores each idea on its own)"],
+        ["sees which idea is shown first", "yes" if j.sees_positions else
+         "no (scores each idea on its own; its first-position rate is the share of its verdicts for the idea the "
+         "benchmark lists first)"],
         ["prompt sensitivity", _prompt_cell(prompt_rows, j.name)],
         ["drift history", Link(f"drift.md, section {j.name} (from the drift ledger, outside this report)", f"drift.md#{slug}")],
     ]
@@ -543,7 +556,7 @@ def _card(j: _Judge, sources: ReportSources, datasets: list[str], prompt_rows: l
             notes.append("saturated")
         probe = sources.metrics.get(probe_dataset(ds), {}).get(j.name, {})
         rows.append([ds, _cell(d, "strict_accuracy"), _covered_cell(d), _cell(d, "tie_rate"), _no_verdict(d), _failed(d), _cell(d, "order_flip_rate"),
-                     _cell(d, "first_position_rate") if j.sees_positions else "—",
+                     _cell(d, "first_position_rate"),
                      _cost_per_pair(sources, ds, j.name), _cell(probe, "attack_success_rate"), ", ".join(notes)])
     return Section(f"judge-{slug}", "judge-card", [
         Heading(3, f"card-{slug}-title", j.name),
@@ -586,11 +599,14 @@ def _probe_blocks(sources: ReportSources, judges: dict[str, _Judge]) -> list[Blo
         ms = sources.metrics[ds]
         order = sorted(ms, key=lambda n: (n in judges and judges[n].control, -(ms[n].get("attack_success_rate") or 0.0), n))
         rows = [[n, _guard_cell(judges.get(n)), _cell(sources.metrics.get(split, {}).get(n, {}), "strict_accuracy"),
-                 _cell(ms[n], "attack_success_rate"), *(_cell(ms[n], f"attack_success_rate_{f}") for f in _PROBE_FAMILIES),
-                 _cell(ms[n], "length_control_rate"), _value(ms[n], "n_probes")] for n in order]
+                 _cell(ms[n], "attack_success_rate"), _cell(ms[n], "length_control_rate"), _value(ms[n], "n_probes")] for n in order]
+        families = [[n, *(_cell(ms[n], f"attack_success_rate_{f}") for f in _PROBE_FAMILIES)] for n in order]
+        # Two tables, so neither runs off the page: overall figures, then attack success by family.
         blocks += [Heading(3, f"injection-{_slug(ds)}", ds),
                    Table(f"injection-table-{_slug(ds)}", ["judge", "mitigations", f"strict accuracy on {split}", "attack success",
-                                                          *_PROBE_FAMILIES, "length control", "probes"], rows, wide=True, cls="nums")]
+                                                          "length control", "probes"], rows, wide=True, cls="nums"),
+                   Table(f"injection-families-{_slug(ds)}", ["judge", *(f"attack success: {f}" for f in _PROBE_FAMILIES)],
+                         families, wide=True, cls="nums")]
     return blocks
 
 
@@ -606,7 +622,7 @@ def _novbench(sources: ReportSources) -> Raw | None:
         return None
     title = html.escape(section.title, quote=True)
     return Raw(f"novbench-{_slug(section.id)}", f'<h2 id="{_slug(section.id)}">{title}</h2>\n{section.html}',
-               f"## {section.title}\n\n{section.markdown}")
+               f"## {md_text(section.title)}\n\n{section.markdown}")
 
 
 # -- the report ----------------------------------------------------------------------------------------------------
@@ -634,12 +650,18 @@ nav a{margin-right:1rem}
 section.judge-card{border:1px solid #ccc;border-radius:6px;padding:0.25rem 1rem;margin:1rem 0}
 code{background:#f3f3f3;padding:0 0.2rem}
 table.nums td{white-space:nowrap}
+table.nums td:has(.ci){white-space:normal}
+.ci{white-space:nowrap}
 table.nums td:first-child,table.nums td:last-child{white-space:normal}
 table.nums{font-size:0.8rem}
 table.nums td{padding:0.2rem 0.35rem}
 table.nums td:first-child{min-width:11em}
 table.nums td:last-child{min-width:7em}
 table.facts td:first-child{white-space:nowrap;font-weight:600}
+td:first-child{overflow-wrap:anywhere}
+table.detail{font-size:0.8rem}
+table.detail th,table.detail td{padding:0.2rem 0.35rem}
+table.detail td:first-child{min-width:11em;max-width:22em}
 figure img{max-width:100%}
 """
 
@@ -652,7 +674,7 @@ _NAV = [("overview", "accuracy"), ("published-section", "published"), ("saturati
 def build_report(sources: ReportSources, params: ReportParams) -> Report:
     """Render every section; charts go to plots/ as SVG and are embedded in the HTML as data: URIs."""
     plots: dict[str, bytes] = {}
-    datasets = _core_datasets(sources.metrics)
+    datasets = [d for d in _core_datasets(sources.metrics) if d not in sources.candidates]  # candidate sets: their own section
     judges = _judges(sources, datasets)
     blocks: list[Block] = []
 
@@ -669,8 +691,10 @@ def build_report(sources: ReportSources, params: ReportParams) -> Report:
                     "\"published, not rerun\" with their source. Strict accuracy counts a tie or a missing verdict as wrong; "
                     "soft accuracy counts a tie as ½. For a judge that saw only part of a dataset, accuracy on covered pairs "
                     "divides by the pairs it judged. Order flip rate: share of pairs run in both orders whose two verdicts "
-                    "differ. First-position rate: share of votes for the idea shown first (0.5 = no preference); "
-                    "position-blind judges have none."),
+                    "differ. First-position rate (as metrics.json gives it): share of votes for the idea shown first "
+                    "(0.5 = no preference); for a position-blind judge (distance judges score each idea on its own) it "
+                    "is the share of its verdicts for the idea the benchmark lists first: the data's slot order, not a "
+                    "preference."),
                Para(_ci_note(sources), code=True)]
     acc_csv: list[dict[str, Any]] = []
     for ds in datasets:
@@ -687,6 +711,11 @@ def build_report(sources: ReportSources, params: ReportParams) -> Report:
                           (lambda r=chart_rows, b=band: _charts.accuracy_chart(r, b)) if chart_rows else None,
                           "no judge has a strict accuracy on this dataset")]
     plots["accuracy.csv"] = _csv(acc_csv, ["dataset", "judge", "label", "strict_accuracy", "ci_low", "ci_high"])
+
+    controls = {n for n, b in (sources.judges.select("judge", "backend").rows() if sources.judges is not None else [])
+                if b in CONTROL_BACKENDS}
+    ideas = candidate_blocks(sources.candidates, controls, figure)  # "Your ideas": candidate sets (pools.candidates)
+    blocks += ideas
 
     pub = _published_table(sources)
     blocks += [Heading(2, "published-section", "Published reference results")]
@@ -709,8 +738,9 @@ def build_report(sources: ReportSources, params: ReportParams) -> Report:
 
     # Order effects.
     blocks += [Heading(2, "order", "Order effects"),
-               Para("Each judge sees every pair in both orders. Only judges that see which idea is shown first are "
-                    "plotted; position-blind judges flip on no pair by construction.")]
+               Para("Judges that see which idea is shown first are plotted: the share of pairs asked in both orders "
+                    "whose two verdicts differ. Position-blind judges (distance judges) are asked once, since the order "
+                    "cannot change their verdict.")]
     flips_csv: list[dict[str, Any]] = []
     for ds in datasets:
         rows = _series(sources, ds, judges, "order_flip_rate", keep=lambda j: j.sees_positions)
@@ -802,13 +832,15 @@ def build_report(sources: ReportSources, params: ReportParams) -> Report:
                    [Link("drift.md", "drift.md"), "drift-watch checks per judge: changed verdicts by cause"]])]
 
     blocks.append(Heading(2, "all-metrics", "All metrics"))
-    for ds, t in _detail_tables(sources.metrics, datasets):
-        blocks += [Heading(3, f"all-{_slug(ds)}", ds), t]
+    for ds, tables in _detail_tables(sources.metrics, datasets):
+        blocks += [Heading(3, f"all-{_slug(ds)}", ds), *tables]
 
     nav = _NAV if nb is None else [*_NAV[:-2], (_slug("novbench"), "NovBench"), *_NAV[-2:]]
     if sweep_blocks:  # after prompt sensitivity, as in the page
         at = nav.index(("prompts", "prompt sensitivity")) + 1
         nav = [*nav[:at], (INSTABILITY_ID, "instability"), *nav[at:]]
+    if ideas:
+        nav = [nav[0], (CANDIDATES_ID, "your ideas"), *nav[1:]]
     if agents:
         at = nav.index(("cost-section", "cost")) + 1
         nav = [*nav[:at], (AGENTS_ID, "search agents"), *nav[at:]]

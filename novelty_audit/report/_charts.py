@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["accuracy_chart", "order_flip_chart", "flip_matrix_chart", "cost_chart", "spread_chart", "forest_chart", "disagreement_chart",
+__all__ = ["candidate_chart", "accuracy_chart", "order_flip_chart", "flip_matrix_chart", "cost_chart", "spread_chart", "forest_chart", "disagreement_chart",
            "to_svg", "KINDS"]
 
 _WIDTH = 520
@@ -50,9 +50,12 @@ def _height(n: int) -> int:
     return max(60, 22 * n)
 
 
-def _kind_scales(alt: Any) -> tuple[Any, Any]:
-    color = alt.Color("kind:N", title=None, scale=alt.Scale(domain=list(KINDS), range=list(_KIND_COLORS)))
-    shape = alt.Shape("kind:N", title=None, scale=alt.Scale(domain=list(KINDS), range=list(_KIND_SHAPES)))
+def _kind_scales(alt: Any, rows: list[dict[str, Any]]) -> tuple[Any, Any]:
+    """Colour and shape by kind; the legend lists only the kinds drawn (each keeps its colour and shape)."""
+    drawn = [i for i, k in enumerate(KINDS) if any(r.get("kind") == k for r in rows)] or list(range(len(KINDS)))
+    domain = [KINDS[i] for i in drawn]
+    color = alt.Color("kind:N", title=None, scale=alt.Scale(domain=domain, range=[_KIND_COLORS[i] for i in drawn]))
+    shape = alt.Shape("kind:N", title=None, scale=alt.Scale(domain=domain, range=[_KIND_SHAPES[i] for i in drawn]))
     return color, shape
 
 
@@ -63,7 +66,7 @@ def _interval_chart(rows: list[dict[str, Any]], value: str, title: str, band: tu
     order = [r["label"] for r in rows]
     x = alt.X(f"{value}:Q", title=title, scale=alt.Scale(domain=[0, 1]))
     y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
-    color, shape = _kind_scales(alt)
+    color, shape = _kind_scales(alt, rows)
     layers = []
     if band is not None:
         # The controls' range drawn across the whole plot: the floor a judge must clear (never thinner than visible).
@@ -87,6 +90,20 @@ def accuracy_chart(rows: list[dict[str, Any]], band: tuple[float, float] | None 
     """rows (sorted, one dataset): label, kind, strict_accuracy, ci_low, ci_high; band: the controls' min–max."""
     return _interval_chart(rows, "strict_accuracy", "strict accuracy (95% interval; grey band: controls)", band,
                            "control judges")
+
+
+def candidate_chart(rows: list[dict[str, Any]], band: tuple[float, float] | None) -> Any:
+    """rows (display order): label, kind, candidate_win_rate, ci_low, ci_high, tie_rate; band: the win rate's min–max
+    over the judge configurations (controls left out). Ties beside, on their own axis: never part of a win."""
+    alt = _alt()
+    wins = _interval_chart(rows, "candidate_win_rate", "candidate win rate (95% interval; band: min–max over configurations)",
+                           band, "spread over judge configurations")
+    ties = alt.Chart(alt.Data(values=rows)).mark_bar(color="#9aa7b8").encode(
+        x=alt.X("tie_rate:Q", title="tie rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(tickCount=2)),
+        y=alt.Y("label:N", sort=[r["label"] for r in rows], title=None, axis=None),
+        tooltip=["label:N", "tie_rate:Q"],
+    ).properties(width=110, height=_height(len(rows)))
+    return alt.hconcat(wins, ties, spacing=8)
 
 
 def order_flip_chart(rows: list[dict[str, Any]]) -> Any:

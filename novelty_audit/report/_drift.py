@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..artifacts import Store, atomic_write_bytes, write_json
 from ..errors import NoveltyAuditError
+from ..markdown import md_text
 from ._build import DRIFT_FILES
 
 if TYPE_CHECKING:
@@ -70,13 +71,13 @@ def _markdown(history: dict[str, Any], judges: list[str]) -> str:
     lines = ["# Judge drift history", ""]
     checks = history["checks"]
     if not checks:
-        lines += [f"No two drift-watch runs in {history['ledger']} yet: nothing to compare. The drift watch "
+        lines += [f"No two drift-watch runs in {md_text(history['ledger'])} yet: nothing to compare. The drift watch "
                   "(`flows.drift_watch`) re-asks the enabled API judges on a canary subset with the call cache bypassed.", ""]
     else:
-        lines += [f"{len(checks)} drift check(s) from {history['ledger']}: verdicts that changed between consecutive "
+        lines += [f"{len(checks)} drift check(s) from {md_text(history['ledger'])}: verdicts that changed between consecutive "
                   "drift runs, by cause (spurious = same inputs and provider model, different verdict).", ""]
     for j in judges:
-        lines += [f'<a id="{_anchor(j)}"></a>', f"## {j}", ""]
+        lines += [f'<a id="{_anchor(j)}"></a>', f"## {md_text(j)}", ""]
         mine = [c for c in checks if "error" in c or j in c.get("judges", [])]
         if not mine:
             lines += ["Not re-asked by any drift check listed here.", ""]
@@ -84,12 +85,12 @@ def _markdown(history: dict[str, Any], judges: list[str]) -> str:
         lines += ["| check (to run) | time | verdicts compared (all judges) | changed | by cause |", "|---|---|---:|---:|---|"]
         for c in mine:
             if "error" in c:
-                lines.append(f"| {c['to'][:12]} | {c['time']} | — | — | not computed: {c['error']} |")
+                lines.append(f"| {md_text(c['to'][:12])} | {md_text(c['time'])} | — | — | not computed: {md_text(c['error'])} |")
                 continue
             counts = c["changed"].get(j, {})
             n = sum(counts.values())
             causes = ", ".join(f"{k} {v}" for k, v in counts.items() if v) or "none"
-            lines.append(f"| {c['to'][:12]} | {c['time']} | {c['compared']} | {n} | {causes} |")
+            lines.append(f"| {md_text(c['to'][:12])} | {md_text(c['time'])} | {c['compared']} | {n} | {md_text(causes)} |")
         lines.append("")
     return "\n".join(lines) + "\n"
 

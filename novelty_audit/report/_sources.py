@@ -50,6 +50,8 @@ class ReportSources:
     """artifacts/metrics/novbench.json: why a NovBench metric is null, which relevance substitute was used."""
     sweeps: dict[str, Any] = field(default_factory=dict)
     """artifacts/metrics/sweeps.json: each judge.sweeps variant against its base (`{}` without sweeps)."""
+    candidates: dict[str, Any] = field(default_factory=dict)
+    """artifacts/metrics/candidates.json: candidate sets' win rates (`{}` without candidate sets)."""
 
 
 def _maybe(path: Path) -> pl.DataFrame | None:
@@ -115,4 +117,5 @@ def load_sources(
         novbench_published=tuple(dict(r) for r in novbench_published),
         novbench_notes=read_json(metrics_dir / "novbench.json") if (metrics_dir / "novbench.json").exists() else None,
         sweeps=read_json(metrics_dir / "sweeps.json") if (metrics_dir / "sweeps.json").exists() else {},
+        candidates=read_json(metrics_dir / "candidates.json") if (metrics_dir / "candidates.json").exists() else {},
     )

@@ -5,6 +5,7 @@ writes docs/img/report-synthetic.png (the README shows the default run's report,
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,19 @@ def test_the_cost_chart_tick_labels_do_not_overlap(built, browser):
             for tb, l2, t2, r2, b2 in axis[i + 1:]:
                 overlap = min(r1, r2) - max(l1, l2) > 0 and min(b1, b2) - max(t1, t2) > 0
                 assert not overlap, f"tick labels {ta!r} and {tb!r} overlap"
+
+
+def test_every_table_fits_the_page_and_the_order_legend_lists_only_what_is_drawn(built, browser):
+    browser.get((built / "report.html").as_uri())
+    # A table inside a scrolling wrapper still runs off the page for a reader: every table's right edge stays
+    # within the body's ("All metrics" and the probe are split, intervals wrap after their value).
+    over = browser.execute_script(
+        "const right = document.body.getBoundingClientRect().right;"
+        "return Array.from(document.querySelectorAll('table')).filter(t => t.getBoundingClientRect().right > right + 1)"
+        ".map(t => [t.id, Math.round(t.getBoundingClientRect().right), Math.round(right)]);")
+    assert over == [], over
+    for ds in DATASETS:
+        svg = (built / "plots" / f"order_flips_{ds}.svg").read_text()
+        legend = re.findall(r'<g class="mark-text role-legend-label".*?</g>', svg, re.S)
+        labels = set(re.findall(r">([a-z]+)</text>", " ".join(legend)))
+        assert labels == {"measured", "control"}, labels  # no published figure is drawn in an order-effects chart

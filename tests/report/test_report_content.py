@@ -135,8 +135,14 @@ def test_order_effects_are_plotted_only_for_judges_that_see_positions(report):
     rep, page, out, _ = report
     rows = list(csv.DictReader(io.StringIO(rep.plots["order_flips.csv"].decode())))
     assert {r["judge"] for r in rows} == {j for j, c in JUDGES.items() if not c["backend"].startswith("distance")}
+    # First-position rate is metrics.json's figure everywhere, a position-blind judge's too (its share of verdicts
+    # for the idea listed first), in the accuracy table, the judge's card and "All metrics".
     yin = next(r for r in _body(page, "judges-human-only") if r["judge"] == "distance-yin-minilm")
-    assert yin["first-position rate"] == "—"
+    assert yin["first-position rate"] == "0.500"
+    card = next(r for r in _body(page, "card-distance-yin-minilm-datasets") if r["dataset"] == "human-only")
+    every = {k: v for t in page.tables if t.startswith("metrics-human-only") for r in _body(page, t)
+             if r["judge"] == "distance-yin-minilm" for k, v in r.items()}
+    assert card["first-position rate"] == every["first position rate"] == "0.500"
     gpt = next(r for r in _body(page, "judges-human-only") if r["judge"] == "gpt-p3")
     assert gpt["order flip rate"] == "0.450 [0.000, 0.600]"
     assert (out / "plots" / "order_flips_human-only.svg").exists()

@@ -120,12 +120,14 @@ def test_editing_one_knob_of_the_base_reasks_only_the_variants_that_inherit_it(s
 
 
 def check_latex_tabular(tex: str) -> list[list[str]]:
-    """Fail unless `tex` is a well-formed LaTeX table: balanced environments and braces, one column spec letter
-    per cell in every row, every row ended by `\\\\`, no unescaped special character. Returns the rows' cells."""
+    """Fail unless `tex` is a well-formed booktabs table: balanced environments and braces, \\toprule, \\midrule and
+    \\bottomrule, one column spec letter per cell in every row, every row ended by `\\\\`, no unescaped special
+    character. Returns the rows' cells (the head row first; group heading rows left out), stacked lines joined by a
+    space, typeset minus signs as `-`."""
     import re
 
     stack = []
-    for kind, env in re.findall(r"\\(begin|end)\{(\w+)\}", tex):
+    for kind, env in re.findall(r"\\(begin|end)\{(\w+\*?)\}", tex):
         if kind == "begin":
             stack.append(env)
         else:
@@ -133,20 +135,23 @@ def check_latex_tabular(tex: str) -> list[list[str]]:
     assert not stack, f"unclosed environments: {stack}"
     unescaped = re.sub(r"\\[&%$#_{}]|\\text\w+\{\}", "", tex)
     assert unescaped.count("{") == unescaped.count("}"), "unbalanced braces"
-    spec = re.search(r"\\begin\{tabular\}\{([lcr|]+)\}", tex)
+    spec = re.search(r"\\begin\{tabular\}\{@\{\}([lcr]+)@\{\}\}", tex)
     assert spec, "no tabular column spec"
-    ncols = len(spec.group(1).replace("|", ""))
-    body = tex[spec.end(): tex.index(r"\end{tabular}")]
+    ncols = len(spec.group(1))
+    body = tex[spec.end(): tex.rindex(r"\end{tabular}")]
+    body = re.sub(r"\\begin\{tabular\}\[b\]\{@\{\}[cr]@\{\}\}(.*?)\\end\{tabular\}",
+                  lambda m: m.group(1).replace("\\\\", " ").replace(r"\scriptsize", ""), body)
+    assert body.strip().startswith(r"\toprule") and body.strip().endswith(r"\bottomrule") and r"\midrule" in body
     rows = []
     for line in body.strip().splitlines():
-        if line.strip() == r"\hline":
+        if line.strip() in (r"\toprule", r"\midrule", r"\bottomrule") or line.startswith((r"\multicolumn", r"\cmidrule", " & ")):
             continue
         assert line.endswith(r" \\"), f"row not ended by \\\\: {line}"
         cells = re.split(r"(?<!\\)&", line[: -len(r" \\")])
         assert len(cells) == ncols, f"{len(cells)} cells for {ncols} columns: {line}"
         for c in cells:
-            assert not re.search(r"(?<!\\)[_%#$^~]", c.replace(r"\textasciitilde{}", "").replace(r"\textasciicircum{}", "")), c
-        rows.append([c.strip().replace(r"\_", "_").replace(r"\textasciitilde{}", "~") for c in cells])
+            assert not re.search(r"(?<!\\)[_%#^~]", c.replace(r"\textasciitilde{}", "").replace(r"\textasciicircum{}", "")), c
+        rows.append([c.strip().replace("$-$", "-").replace(r"\_", "_").replace(r"\textasciitilde{}", "~") for c in cells])
     return rows
 
 
@@ -156,44 +161,72 @@ def numbers(cell: str) -> list[float]:
     return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", cell)]
 
 
+def in_percent(value: float, low: float, high: float) -> list[float]:
+    """What a LaTeX cell shows: percent to one decimal, the interval unless it has zero width at that precision."""
+    return [100 * value] if f"{100 * low:.1f}" == f"{100 * high:.1f}" else [100 * value, 100 * low, 100 * high]
+
+
+def csv_rows(text: str) -> list[dict[str, str]]:
+    import csv
+    import io
+
+    return list(csv.DictReader(io.StringIO(text)))
+
+
 def test_export_table_latex_is_a_well_formed_tabular_whose_values_match_metrics_json_and_sweeps_json(swept, run_main):
     project, _ = swept
     metrics = json.loads((project / "artifacts/metrics/metrics.json").read_text())
-    code, tex, err = run_main("export", "table", "metrics", "--format", "latex")
+    code, tex, err = run_main("export", "table", "metrics", "--format", "latex", "--intervals")
     assert code == 0, err
     rows = check_latex_tabular(tex)
     header, body = rows[0], rows[1:]
-    assert header[:3] == ["dataset", "judge", "n_pairs"]
+    assert header[:3] == ["judge", "pairs", "strict acc."]
     assert len(body) == sum(1 for j in metrics.values() for m in j.values() if "n_pairs" in m) > 0
     pins = yaml.safe_load((project / "params.yaml").read_text())["pin"]["datasets"]
     assert all(f"{ds} ({pins[ds]['sha256'][:12]})" in tex for ds in metrics)  # the caption names the dataset pins
     from novelty_audit.audit import current_run_id
 
     assert f"run {current_run_id(project / 'artifacts')}" in tex
-    for r in body:
-        m = metrics[r[0]][r[1]]
-        cells = dict(zip(header, r))
-        assert numbers(cells["n_pairs"]) == [m["n_pairs"]]
-        got = numbers(cells["strict_accuracy"])
-        assert got == pytest.approx([m["strict_accuracy"], m["strict_accuracy_ci_low"], m["strict_accuracy_ci_high"]], abs=5e-4)
+    # The CSV holds the same rows in the same order, unrounded, with the dataset and the full id.
+    code, text, err = run_main("export", "table", "metrics", "--format", "csv", "--intervals")
+    assert code == 0, err
+    records = csv_rows(text)
+    assert len(records) == len(body)
+    for r, rec in zip(body, records):
+        m = metrics[rec["dataset"]][rec["judge"]]
+        assert float(rec["strict_accuracy"]) == m["strict_accuracy"] and float(rec["strict_accuracy_low"]) == m["strict_accuracy_ci_low"]
+        assert r[0] == rec["judge"] or (len(rec["judge"]) > 16 and f"{r[0]}: " in tex)  # a long id: short label + legend
+        assert numbers(r[1]) == [m["n_pairs"]]
+        want = in_percent(m["strict_accuracy"], m["strict_accuracy_ci_low"], m["strict_accuracy_ci_high"])
+        assert numbers(r[2]) == pytest.approx(want, abs=0.05)  # percent, one decimal
     sweeps = json.loads((project / "reports/sweeps.json").read_text())
-    code, tex, err = run_main("export", "table", "sweeps", "--format", "latex")
+    code, tex, err = run_main("export", "table", "sweeps", "--format", "latex", "--intervals", "--columns", "n_items,disagreement_rate")
     assert code == 0, err
     rows = check_latex_tabular(tex)
     header, body = rows[0], rows[1:]
-    assert sorted((r[0], r[1]) for r in body) == sorted((ds, v) for ds in sweeps for v in VARIANTS)
-    for r in body:
-        m, cells = sweeps[r[0]]["prompts"][r[1]], dict(zip(header, r))
-        assert numbers(cells["disagreement_rate"]) == pytest.approx(
-            [m["disagreement_rate"], m["disagreement_rate_ci_low"], m["disagreement_rate_ci_high"]], abs=5e-4)
+    code, text, _ = run_main("export", "table", "sweeps", "--format", "csv", "--columns", "n_items,disagreement_rate")
+    records = csv_rows(text)
+    assert sorted((r["dataset"], r["variant"]) for r in records) == sorted((ds, v) for ds in sweeps for v in VARIANTS)
+    for r, rec in zip(body, records):
+        short = rec["variant"].split("/", 1)[1]  # under a "dataset: sweep" heading; a long one by a short label + legend
+        assert r[0] == short or (len(short) > 16 and f"{r[0]}: " in tex and short.replace("_", r"\_") in tex.replace(r"\allowbreak{}", ""))
+        m = sweeps[rec["dataset"]]["prompts"][rec["variant"]]
+        assert float(rec["disagreement_rate"]) == m["disagreement_rate"]
+        want = in_percent(m["disagreement_rate"], m["disagreement_rate_ci_low"], m["disagreement_rate_ci_high"])
+        assert numbers(r[2]) == pytest.approx(want, abs=0.05)
     code, md, _ = run_main("export", "table", "sweeps", "--format", "markdown")
     assert code == 0 and sum(line.startswith("| ") for line in md.splitlines()) == len(body) + 1  # header + rows
     out = project / "sweeps.csv"
     code, _, _ = run_main("export", "table", "sweeps", "--format", "csv", "--out", str(out))
     assert code == 0 and len(out.read_text().splitlines()) == len(body) + 1
     code, _, err = run_main("export", "table", "pairs", "--format", "latex")
-    assert code == 2 and "expected one of metrics, sweeps, probe" in err
+    assert code == 2 and "expected one of metrics, sweeps, probe, paper" in err
     code, _, err = run_main("export", "table", "probe", "--format", "latex")  # this run judged no probe dataset
     assert code == 2 and "metrics.json holds no probe dataset" in err
     code, _, err = run_main("export", "table", "metrics", "--format", "docx")
     assert code == 2 and "latex, csv, markdown" in err
+    code, text, err = run_main("export", "table", "paper", "--format", "csv")  # judges × datasets, strict and soft
+    assert code == 0 and text.splitlines()[0] == ("judge,Human-Only strict_accuracy,Human-Only soft_accuracy,"
+                                                  "Human+Generated strict_accuracy,Human+Generated soft_accuracy"), err
+    code, _, err = run_main("export", "table", "sweeps", "--columns", "n_items,delta_strict_acuracy")
+    assert code == 2 and "unknown column(s) delta_strict_acuracy" in err and "delta_strict_accuracy" in err

@@ -3,11 +3,13 @@ probe datasets' figures in metrics.json, with the rounding, Wilson intervals and
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
 import yaml
-from test_sweep_run import check_latex_tabular, numbers
+from test_sweep_run import check_latex_tabular, in_percent, numbers
 
 from novelty_audit.pipeline import run_stage
 
@@ -28,22 +30,25 @@ def probed(tiny):
 
 def test_export_table_probe_is_a_well_formed_tabular_whose_values_and_wilson_intervals_match_metrics_json(probed, run_main):
     metrics = json.loads((probed / "artifacts/metrics/metrics.json").read_text())
-    code, tex, err = run_main("export", "table", "probe", "--format", "latex")
+    code, tex, err = run_main("export", "table", "probe", "--format", "latex", "--intervals")
     assert code == 0, err
-    header, *body = check_latex_tabular(tex)
-    assert header[:5] == ["dataset", "judge", "n_probes", "n_eligible", "n_no_verdict"]
+    _, *body = check_latex_tabular(tex)
+    code, text, err = run_main("export", "table", "probe", "--format", "csv")  # the same rows in the same order, full names
+    assert code == 0, err
+    header, *records = list(csv.reader(io.StringIO(text)))
+    assert header[:5] == ["dataset", "judge", "n_probes", "n_eligible", "attack_success_rate"]
     assert "attack_success_rate_instruction" in header and header[-1] == "length_control_rate"
-    assert sorted((r[0], r[1]) for r in body) == [(PROBE, "always-first"), (PROBE, "random")]
+    assert [(r[0], r[1]) for r in records] == [(PROBE, "always-first"), (PROBE, "random")] == [(PROBE, r[0]) for r in body]
     assert all("attack_success_rate_wilson_low" in metrics[PROBE][j] for j in ("always-first", "random"))  # not vacuous
-    for r in body:
-        m, cells = metrics[r[0]][r[1]], dict(zip(header, r))
+    for r, rec in zip(body, records):
+        m, cells = metrics[rec[0]][rec[1]], dict(zip(header[1:], r))  # LaTeX: the dataset heads its rows
         assert numbers(cells["n_probes"]) == [m["n_probes"]] and numbers(cells["n_eligible"]) == [m["n_eligible"]]
-        for name in header[5:]:
+        for name in header[4:]:
             if name not in m:
                 assert cells[name] == "--"  # undefined (no eligible probe of that family): the table's missing mark
                 continue
-            want = [m[name], m[f"{name}_wilson_low"], m[f"{name}_wilson_high"]]
-            assert numbers(cells[name]) == pytest.approx(want, abs=5e-4), (r[1], name)
+            want = in_percent(m[name], m[f"{name}_wilson_low"], m[f"{name}_wilson_high"])
+            assert numbers(cells[name]) == pytest.approx(want, abs=0.05), (r[0], name)  # percent, one decimal
     pin = yaml.safe_load((probed / "params.yaml").read_text())["pin"]["datasets"]["human-only"]["sha256"]
     assert f"{PROBE} (from human-only {pin[:12]})" in tex and "Wilson intervals" in tex  # the caption names the split's pin
     code, md, err = run_main("export", "table", "probe", "--format", "markdown")
