@@ -1,11 +1,13 @@
 """The judge drift watch as a Prefect flow: re-ask API judges on a canary, audit what moved.
 
 Steps (each a task, Prefect caching off — our manifests decide reuse):
-1. `canary`: a seeded subset of the pinned pairs (params.yaml `flows.canary`), written in the pin layout
-   under the drift store (`<store.root>/<flows.drift_dir>/artifacts/pin`).
-2. `judge`: `stages.judge.run` — the stage dvc runs — with the API judges' call cache bypassed
-   (`refresh`) and `force` (a refresh has the identity of the previous refresh), writing to the drift
-   store's `artifacts/judge`; fresh answers land in the drift store's call cache, never the main one.
+1. `canary`: a seeded subset of each dataset's pairs (params.yaml `flows.canary`; a pinned split from
+   `artifacts/pin`, a dataset the pools stage builds from `artifacts/pools/datasets`), written under the drift
+   store (`<store.root>/<flows.drift_dir>/artifacts/pin`) in the layout it was read in.
+2. `judge`: `stages.judge.run` — the stage dvc runs — on the canary (its pin and its pools input), with the API
+   judges' call cache bypassed (`refresh`) and `force` (a refresh has the identity of the previous refresh),
+   writing to the drift store's `artifacts/judge`; fresh answers land in the drift store's call cache, never the
+   main one.
 3. The canary + judge manifests are recorded as a new run in the drift store's runs ledger.
 4. The audit classifies every verdict change against the previous drift run (spurious, provider,
    config, evidence, harness, dataset); a markdown and a table artifact publish it.
@@ -31,6 +33,7 @@ from novelty_audit.orchestration import (
     NO_API_JUDGE,
     StageOutcome,
     build_canary,
+    canary_datasets,
     drift_judges,
     drift_markdown,
     drift_params,
@@ -44,8 +47,8 @@ from ._fanout import judge_map
 
 
 @task(name="canary", cache_policy=NO_CACHE)
-def canary_task(params: Params) -> StageManifest:
-    """The canary subset of the current pin outputs, in the drift store."""
+def canary_task(params: Params, judges: list[str]) -> StageManifest:
+    """The canary subset of the current pin (and pools) outputs, in the drift store."""
     paths = drift_paths(params)
     pin_dir = stage_out_dir(params, "pin")
     if not (pin_dir / "manifest.json").exists():
@@ -53,8 +56,15 @@ def canary_task(params: Params) -> StageManifest:
             f"the drift watch needs the pin stage's outputs in {pin_dir}",
             hint="run the pipeline first (dvc repro, or the evaluate flow)",
         )
-    manifest = build_canary(pin_dir, paths.artifacts / "pin", params.flows.canary, store=paths.store, datasets=params.judge.datasets)
-    get_run_logger().info("canary: %s pairs (identity %s)", manifest.summary.get("pairs"), manifest.identity[:16])
+    manifest = build_canary(
+        pin_dir, paths.artifacts / "pin", params.flows.canary, store=paths.store, datasets=canary_datasets(params, judges),
+        pools_dir=stage_out_dir(params, "pools"), pools_datasets=params.pools.dataset_names(),
+    )  # fmt: skip
+    from_pools = manifest.summary.get("pools_datasets") or []
+    get_run_logger().info(
+        "canary: %s pairs (identity %s)%s", manifest.summary.get("pairs"), manifest.identity[:16],
+        f"; from the pools stage: {', '.join(from_pools)}" if from_pools else "",
+    )  # fmt: skip
     return manifest
 
 
@@ -64,7 +74,8 @@ def judge_task(params: Params, drift: Params) -> tuple[StageManifest, StageOutco
     stage = importlib.import_module("stages.judge")
     paths = drift_paths(params)
     inputs = {u: stage_out_dir(params, u) for u in getattr(stage, "UPSTREAM", ())}
-    inputs["pin"] = paths.artifacts / "pin"
+    # The canary holds pinned splits in the pin layout and pools datasets in the pools layout (datasets/<name>/).
+    inputs["pin"] = inputs["pools"] = paths.artifacts / "pin"
     store = paths.store
     seen = len(store.run_facts("judge"))
     started = time.perf_counter()
@@ -107,7 +118,7 @@ def drift_watch(project_dir: str = ".", params_path: str = "params.yaml") -> dic
             logger.warning("%s", NO_API_JUDGE)
             create_markdown_artifact(markdown=f"# Judge drift watch\n\n{NO_API_JUDGE}.\n", key="drift-summary", description="judge drift watch")
             return {"run_id": None, "baseline": False, "summary": {}, "changes": [], "skipped": NO_API_JUDGE}
-        canary = canary_task(params)
+        canary = canary_task(params, judges)
         datasets = sorted(canary.summary.get("pairs", {}))
         manifest, outcome = judge_task(params, drift_params(params, judges, datasets))
         store = drift_paths(params).store

@@ -10,7 +10,7 @@ import orjson
 import typer
 from rich.console import Console
 
-from .errors import NoveltyAuditError
+from .errors import NoveltyAuditError, storage_error
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Reproducible, auditable evaluation of novelty judges.")
 out = Console(highlight=False, soft_wrap=True)
@@ -583,6 +583,12 @@ def main(argv: Optional[list[str]] = None) -> None:
     except (typer.Abort, KeyboardInterrupt):
         err.print("terminated" if terminated else "aborted")
         sys.exit(143 if terminated else 130)
+    except Exception as exc:
+        disk = storage_error(exc)  # disk full, read-only, permission denied: one message naming the path, exit 4
+        if disk is None:
+            raise
+        _print_error(disk.message, disk.hint)
+        sys.exit(disk.exit_code)
 
 
 if __name__ == "__main__":

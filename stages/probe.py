@@ -1,6 +1,6 @@
 """probe: derive the injection and persuasion probe datasets from pinned splits (docs/design/probe.md).
 
-dvc.yaml: `probe`; params.yaml: `probe:`; outputs: artifacts/probe/<split>:injection/{ideas,pairs,pointwise,probes}.parquet.
+dvc.yaml: `probe`; params.yaml: `probe:`; outputs: artifacts/probe/<split>:injection/{ideas,pairs,pointwise,probes,planted}.parquet.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from novelty_audit.params import Params, section_payload
 from novelty_audit.probe import FAMILIES, build_probes, load_catalogue, probe_dataset
 
 UPSTREAM: tuple[str, ...] = ("pin",)
-KEYS = {"ideas": ["idea_id"], "pairs": ["pair_id"], "pointwise": ["idea_id"], "probes": ["pair_id"]}
+KEYS = {"ideas": ["idea_id"], "pairs": ["pair_id"], "pointwise": ["idea_id"], "probes": ["pair_id"], "planted": ["idea_id", "doc_id"]}
 
 
 def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None, force: bool = False) -> StageManifest:

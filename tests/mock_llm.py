@@ -29,6 +29,8 @@ the number of assistant turns already in the conversation, so a replayed convers
 `stop()` then `start()` again serves on the same port (a restarted server); while stopped, nothing
 listens there, so connections are refused.
 
+`GET /v1/models` lists one model (counted in `probes`, not in `requests`; held too while `hold()` is on).
+
 `hold(after=n)` keeps every request after the first n unanswered (the connection open, nothing sent back)
 until `release()`; `hold()` without a release is an endpoint that accepts connections and never answers.
 Each request records its arrival time (`at`, time.monotonic) and, once answered, `answered_at`.
@@ -212,6 +214,8 @@ class MockLLM(LoopbackServer):
         """Most requests the server held at once (checks a client's concurrency bound)."""
         self.reported_model: str | None = None
         """The model id responses report (provider-side snapshot); None: `mock-<requested model>`."""
+        self.probes = 0
+        """GET /v1/models requests (not in `requests`: they cost nothing)."""
         self._lock = threading.Lock()
         self._hold_after: int | None = None
         self._holding = 0
@@ -404,7 +408,18 @@ class MockLLM(LoopbackServer):
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/v1/completions", self._handle)
         app.router.add_post("/v1/messages", self._handle)
+        app.router.add_get("/v1/models", self._models)
         return app
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        """The model list (free; the call layer's probe of a silent endpoint): held like any request while
+        `hold()` is on, never recorded among the paid requests; counted in `probes`."""
+        with self._lock:
+            self.probes += 1
+            held = self._hold_after is not None and not self._released.is_set()
+        while held and not self._released.is_set():
+            await asyncio.sleep(0.01)
+        return web.json_response({"object": "list", "data": [{"id": "mock", "object": "model"}]})
 
 
 

@@ -10,6 +10,7 @@ import fcntl
 import io
 import itertools
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -60,10 +61,18 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = True) -> 
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        _name_path(exc, path)
         raise
     return path
+
+
+def _name_path(exc: BaseException, path: Path) -> None:
+    """Name the file an OSError of a write was about (os.write and Parquet writers name none), so a full disk
+    is reported with the path the user must make room for."""
+    if isinstance(exc, OSError) and exc.filename is None:
+        exc.filename = str(path)
 
 
 _temp_seq = itertools.count()
@@ -82,6 +91,9 @@ def _create_temp(path: Path) -> tuple[int, str]:
             continue
         except FileNotFoundError:
             path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            _name_path(exc, path)
+            raise
     raise FileExistsError(f"no free temp name beside {path}")
 
 
@@ -112,7 +124,11 @@ def write_table(path: str | Path, df: pl.DataFrame) -> Path:
     """Write a Parquet table atomically. Statistics are off so bytes depend on content only."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=temp_prefix(path.name), suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=temp_prefix(path.name), suffix=".tmp")
+    except OSError as exc:
+        _name_path(exc, path)
+        raise
     os.close(fd)
     try:
         df.write_parquet(tmp, compression="zstd", statistics=False)
@@ -120,10 +136,22 @@ def write_table(path: str | Path, df: pl.DataFrame) -> Path:
             os.fsync(fh.fileno())
         os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        _name_path(exc, path)
+        if (os_error := _polars_os_error(exc)) is not None:
+            raise OSError(os_error, os.strerror(os_error), str(path)) from exc
         raise
     return path
+
+
+def _polars_os_error(exc: BaseException) -> int | None:
+    """The errno of an I/O failure polars reports as its own error ("... (os error 28)"), or None."""
+    if isinstance(exc, pl.exceptions.PolarsError):
+        found = re.search(r"\(os error (\d+)\)", str(exc))
+        if found:
+            return int(found.group(1))
+    return None
 
 
 def read_table(path: str | Path) -> pl.DataFrame:

@@ -23,7 +23,8 @@ class CanaryParams(Frozen):
     seed: int = 0
     """Seed of the `random.Random` that draws the canary pairs; the same seed draws the same pairs."""
     datasets: list[str] | None = None
-    """Datasets to draw from; null = every dataset the pin stage produced."""
+    """Datasets to draw from: pinned splits or datasets the pools stage builds; null = every dataset a watched judge
+    is asked about (judge.datasets and the judges' own datasets)."""
     judges: list[str] | None = None
     """Judge names to re-ask; null = every configured judge whose backend calls an API."""
 

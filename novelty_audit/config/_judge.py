@@ -34,10 +34,18 @@ class CallSettings(Frozen):
     max_retries: int = Field(default=5, ge=0)
     """Retries on 429, 5xx, timeouts, connection errors and malformed responses before the call ends as `error`."""
     timeout_s: float = Field(default=120.0, gt=0)
-    """Per-request timeout."""
+    """Per-request timeout: how long a request may go without a byte of its answer (a long reasoning call
+    answers only when done, so this is its whole time)."""
     connect_timeout_s: float = Field(default=10.0, gt=0)
     """Time to open a connection (capped at timeout_s): an endpoint that cannot be reached counts toward
-    the circuit breaker after this long, not after the whole request timeout."""
+    the circuit breaker after this long, not after the whole request timeout. Also the time a probe
+    (`hung_after_s`) has to be answered."""
+    hung_after_s: float | None = Field(default=40.0, gt=0)
+    """After this long with requests out and nothing at all heard from the endpoint, it is probed (GET
+    `<base_url>/models`, which costs nothing; `connect_timeout_s` to answer). Any HTTP answer means it is up
+    and slow: requests keep their whole `timeout_s`, so long reasoning calls are never cut. No answer means it
+    is hung: the requests out end as `timeout` and the circuit opens (needs `circuit_breaker` > 0). With the
+    defaults a hung endpoint is given up after about 50 s. null: no probe (requests wait out `timeout_s`)."""
     backoff_s: float = Field(default=1.0, ge=0)
     """First retry delay; doubles per retry (a Retry-After header takes precedence when longer)."""
     max_backoff_s: float = Field(default=60.0, ge=0)

@@ -65,6 +65,8 @@ __all__ = [
     "NONE",
     "OUTCOMES",
     "PAIRWISE_SCHEMA",
+    "PLANTED_SCHEMA",
+    "PLANTED_TABLE",
     "POINTWISE_SCHEMA",
     "POSITIVE",
     "TIE",
@@ -76,6 +78,7 @@ __all__ = [
     "JudgeContext",
     "JudgeOutput",
     "PairItem",
+    "Planted",
     "PointItem",
     "ScoreJudge",
     "evidence_digest",
@@ -103,8 +106,10 @@ AGENT_COLUMNS: dict[str, pl.DataType] = {
     "n_queries": pl.Int64,
     "n_tokens": pl.Int64,
     "citations": pl.String,
+    "evidence_truncated_chars": pl.Int64,
 }
-"""Effort and grounding of search agents (judges/agents), summed over a row's decisions; null for other judges."""
+"""Effort and grounding of search agents (judges/agents), summed over a row's decisions; null for other judges.
+`evidence_truncated_chars`: characters of fetched text the agent's prompt bounds cut (0: nothing was cut)."""
 CITATION_KEYS = ("order", "vote", "title", "doc_id", "retrieved")
 """Keys of one `citations` entry (docs/design/tables.md)."""
 
@@ -172,6 +177,28 @@ JUDGES_SCHEMA: dict[str, pl.DataType] = {
 # -- inputs ------------------------------------------------------------------------------------------
 
 
+PLANTED_TABLE = "planted.parquet"
+"""A probe dataset's planted documents (the probe stage writes it; `judges.load_items` attaches them to ideas)."""
+PLANTED_SCHEMA: dict[str, pl.DataType] = {
+    "dataset": pl.String,
+    "idea_id": pl.String,
+    "doc_id": pl.String,
+    "title": pl.String,
+    "abstract": pl.String,
+    "template_id": pl.String,
+}
+
+
+@dataclass(frozen=True)
+class Planted:
+    """A document the injection probe plants among what a judge retrieves for an idea (docs/design/probe.md)."""
+
+    doc_id: str
+    """`probe:<template id>`: how the probe metrics find out whether the judge was shown it."""
+    title: str
+    abstract: str
+
+
 @dataclass(frozen=True)
 class Idea:
     """One idea as a judge sees it."""
@@ -181,6 +208,9 @@ class Idea:
     text: str
     text_digest: str
     area: str | None = None
+    planted: tuple[Planted, ...] = ()
+    """Probe datasets only (the probe stage's planted.parquet): documents put first in every search result or
+    retrieved block a judge gets for this idea; empty everywhere else."""
 
 
 @dataclass(frozen=True)
@@ -293,6 +323,8 @@ class AgentEffort:
     tokens: int
     citations: tuple[Mapping[str, Any], ...]
     """One entry per NEGATIVE pointwise decision, or per pairwise decision that cites (CITATION_KEYS)."""
+    truncated_chars: int = 0
+    """Characters of fetched text the prompt bounds cut, over the row's decisions."""
 
     def columns(self) -> dict[str, Any]:
         for c in self.citations:
@@ -304,6 +336,7 @@ class AgentEffort:
             "n_queries": int(self.queries),
             "n_tokens": int(self.tokens),
             "citations": orjson.dumps(cites, option=orjson.OPT_SORT_KEYS).decode(),
+            "evidence_truncated_chars": int(self.truncated_chars),
         }
 
 

@@ -47,6 +47,11 @@ class RetrievalArgs(Frozen):
     """Abstracts per idea."""
     max_chars: int = 600
     """Abstract length shown (characters)."""
+    max_doc_chars: int = Field(2000, ge=100)
+    """Characters of one retrieved paper's line in the prompt (title, year and abstract together); cut
+    characters are counted in its `evidence_docs` entry (`truncated_chars`)."""
+    max_turn_chars: int = Field(20000, ge=1000)
+    """Characters of retrieved text one prompt shows in total (each idea's block at most half of it)."""
 
 
 class ModelArgs(CallSettings):

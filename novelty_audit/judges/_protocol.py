@@ -93,6 +93,8 @@ class CallResult:
     queries: int | None = None
     tokens: int | None = None
     citation: Mapping[str, Any] | None = None
+    truncated_chars: int | None = None
+    """Search agents only: characters of fetched text its prompt bounds cut (the row's `evidence_truncated_chars`)."""
 
 
 class VoteJudge(Judge):
@@ -294,6 +296,7 @@ def _effort(answered: Sequence[tuple[Call, CallResult]], *, negative_only: bool)
         queries=sum(r.queries or 0 for _, r in answered),
         tokens=sum(r.tokens or 0 for _, r in answered),
         citations=tuple(cites),
+        truncated_chars=sum(r.truncated_chars or 0 for _, r in answered),
     )
 
 

@@ -13,9 +13,40 @@ from typing import Any
 
 from ..artifacts import digest_bytes, digest_obj
 from ..errors import BadInputError, ConfigError
+from ._guard import QUOTE_VERSION, bound_lines, quote
 from .distance import load_corpus, normalize_title
 
-__all__ = ["Retriever", "make_retriever"]
+__all__ = ["Retriever", "bounded_lines", "make_retriever", "memo_key", "planted_docs", "truncation_fact"]
+
+
+def bounded_lines(docs: list[dict[str, Any]], args: Any) -> list[dict[str, Any]]:
+    """Each doc with the `line` a prompt shows for it ("- title (year): abstract") cut to `args.max_doc_chars`,
+    the idea's lines together to half of `args.max_turn_chars` (a prompt shows at most two ideas), and the
+    characters cut (`truncated_chars`, counted in its evidence_docs entry when not 0)."""
+    lines = [f"- {d['title']} ({d['year'] or 'n.d.'}): {d['abstract'] or '(no abstract)'}" for d in docs]
+    cut = bound_lines(lines, args.max_doc_chars, args.max_turn_chars // 2)
+    return [{**d, "line": b.text, "truncated_chars": b.cut} for d, b in zip(docs, cut, strict=True)]
+
+
+def planted_docs(idea: Any) -> list[dict[str, Any]]:
+    """The documents the injection probe planted for `idea` (probe datasets only), as retrieved docs: shown
+    first, before the k retrieved ones."""
+    return [
+        {"doc_id": d.doc_id, "title": d.title, "year": None, "abstract": d.abstract, "similarity": None, "source": "probe",
+         "digest": digest_bytes(f"{d.title}\n{d.abstract}".encode())}
+        for d in getattr(idea, "planted", ())
+    ]  # fmt: skip
+
+
+def memo_key(idea: Any) -> str:
+    """What decides an idea's block: its title and text (query and own-title filter) and any planted document."""
+    planted = [[d.doc_id, d.title, d.abstract] for d in getattr(idea, "planted", ())]
+    return digest_obj({"title": idea.title, "text": idea.text, **({"planted": planted} if planted else {})})
+
+
+def truncation_fact(doc: dict[str, Any]) -> dict[str, int]:
+    return {"truncated_chars": doc["truncated_chars"]} if doc.get("truncated_chars") else {}
+
 
 class Retriever:
     """TF-IDF nearest abstracts for each idea; blocks are cached per idea."""
@@ -44,7 +75,9 @@ class Retriever:
         self._docs: dict[str, list[dict[str, Any]]] = {}
 
     def config(self) -> dict[str, Any]:
-        return {"method": "tfidf", "corpus": self.path.as_posix(), "corpus_digest": self.corpus_digest, "k": self.args.k, "max_chars": self.args.max_chars}
+        a = self.args
+        return {"method": "tfidf", "corpus": self.path.as_posix(), "corpus_digest": self.corpus_digest, "k": a.k, "max_chars": a.max_chars,
+                "max_doc_chars": a.max_doc_chars, "max_turn_chars": a.max_turn_chars, "quoting": QUOTE_VERSION}
 
     def input_files(self) -> list[Path]:
         return [self.path]
@@ -53,7 +86,7 @@ class Retriever:
         """The abstracts shown for `idea`: {doc_id, title, year, abstract (as shown), digest, similarity}, nearest first."""
         query = f"{idea.title}. {idea.text}"
         # The title takes part in the query and in the own-title filter: both decide the block.
-        memo = digest_obj({"title": idea.title, "text": idea.text})
+        memo = memo_key(idea)
         if memo in self._docs:
             return self._docs[memo]
         sims = (self._matrix @ self._vec.transform([query]).T).toarray().ravel()
@@ -71,14 +104,16 @@ class Retriever:
             })  # fmt: skip
             if len(shown) == self.args.k:
                 break
-        self._docs[memo] = shown
-        return shown
+        self._docs[memo] = bounded_lines(planted_docs(idea) + shown, self.args)
+        return self._docs[memo]
 
     def block(self, idea) -> str:
-        return "\n".join(f"- {d['title']} ({d['year'] or 'n.d.'}): {d['abstract']}" for d in self.docs(idea))
+        """The related-work lines of `idea`, bounded (`bounded_lines`): what the evidence digest covers."""
+        return "\n".join(d["line"] for d in self.docs(idea) if d["line"])
 
     def blocks(self, shown) -> tuple[str, ...]:
-        return tuple(self.block(i) for i in shown)
+        """Each shown idea's block as the prompt shows it: quoted as data (judges/_guard.py `quote`)."""
+        return tuple(quote(b, "related papers") if b else b for b in map(self.block, shown))
 
     def evidence_digest(self, shown) -> str:
         return digest_obj(sorted(self.block(i) for i in shown))
@@ -93,7 +128,7 @@ class Retriever:
     def evidence_docs(self, ideas: Sequence[Any], slots: Sequence[str]) -> list[dict[str, Any]]:
         return [
             {"slot": slot, "rank": r, "doc_id": d["doc_id"], "digest": d["digest"], "title": d["title"], "year": d["year"],
-             "similarity": d["similarity"], "source": "corpus"}
+             "similarity": d["similarity"], "source": d.get("source", "corpus"), **truncation_fact(d)}
             for slot, idea in zip(slots, ideas) for r, d in enumerate(self.docs(idea))
         ]  # fmt: skip
 

@@ -20,12 +20,14 @@ from ._base import (
     JUDGES_SCHEMA,
     NONE,
     PAIRWISE_SCHEMA,
+    PLANTED_TABLE,
     POINTWISE_SCHEMA,
     TIE,
     Idea,
     Judge,
     JudgeOutput,
     PairItem,
+    Planted,
     PointItem,
     judges_row,
 )
@@ -86,6 +88,8 @@ def judge_stage_inputs(jp: JudgeParams, pin_dir: Path, built: Built, probe_dir: 
                 if not p.exists():
                     raise BadInputError(f"{p}: missing {what} table for dataset '{ds}'", hint=hint)
                 paths.append(p)
+            if (_base(root, ds, dirs) / PLANTED_TABLE).is_file():  # a probe dataset's planted documents decide what judges see
+                paths.append(_base(root, ds, dirs) / PLANTED_TABLE)
     # Only the judge's own templates: other stages' prompts share the folder but not this stage's identity.
     paths.extend(p for p in prompts_dir().iterdir() if p.name.startswith(JUDGE_TEMPLATE_PREFIXES))
     for j in built.judges:
@@ -95,14 +99,26 @@ def judge_stage_inputs(jp: JudgeParams, pin_dir: Path, built: Built, probe_dir: 
     return sorted(set(paths))
 
 
+def _planted(base: Path) -> dict[str, tuple[Planted, ...]]:
+    """idea_id → the documents the injection probe planted for it (a probe dataset's planted.parquet; none elsewhere)."""
+    path = base / PLANTED_TABLE
+    if not path.is_file():
+        return {}
+    out: dict[str, list[Planted]] = {}
+    for r in pl.read_parquet(path).sort(["idea_id", "doc_id"]).iter_rows(named=True):
+        out.setdefault(r["idea_id"], []).append(Planted(r["doc_id"], r["title"], r["abstract"]))
+    return {k: tuple(v) for k, v in out.items()}
+
+
 def load_items(pin_dir: Path, datasets: list[str], dataset_dirs: DatasetDirs | None = None) -> tuple[list[PairItem], list[PointItem]]:
     """Pairs (published slot order) and pointwise items of each dataset, joined to their ideas by idea_id."""
     pairs: list[PairItem] = []
     points: list[PointItem] = []
     for ds in datasets:
         base = _base(pin_dir, ds, dataset_dirs)
+        planted = _planted(base)
         ideas = {
-            r["idea_id"]: Idea(r["idea_id"], r["title"], r["text"], r["text_digest"], r["area"])
+            r["idea_id"]: Idea(r["idea_id"], r["title"], r["text"], r["text_digest"], r["area"], planted.get(r["idea_id"], ()))
             for r in pl.read_parquet(base / "ideas.parquet").iter_rows(named=True)
         }
         for r in pl.read_parquet(base / "pairs.parquet").sort("pair_id").iter_rows(named=True):

@@ -30,6 +30,8 @@ from pydantic import Field
 from ..artifacts import digest_bytes, digest_obj
 from ..config import Frozen
 from ..errors import NoveltyAuditError
+from ._guard import QUOTE_VERSION, quote
+from ._retrieval import bounded_lines, memo_key, planted_docs, truncation_fact
 from ..search import (
     CutoffDate,
     RateLimiter,
@@ -74,6 +76,11 @@ class S2Args(Frozen):
     """Results requested per search (the filters may drop some; the API allows up to 100)."""
     max_chars: int = 600
     """Abstract length shown (characters)."""
+    max_doc_chars: int = Field(default=2000, ge=100)
+    """Characters of one paper's line in the prompt (title, year and abstract together); cut characters are
+    counted in its `evidence_docs` entry (`truncated_chars`)."""
+    max_turn_chars: int = Field(default=20000, ge=1000)
+    """Characters of retrieved text one prompt shows in total (each idea's block at most half of it)."""
     cutoff: CutoffDate = None
     """YYYY-MM-DD: papers published after it are dropped (and not requested: `publicationDateOrYear=:cutoff`).
     A paper with only a year counts as published on Dec 31 of that year; one with neither is dropped."""
@@ -116,6 +123,7 @@ class S2Retriever:
         return {
             "method": S2_SOURCE, "endpoint": self.endpoint, "query": a.query, "max_query_chars": a.max_query_chars,
             "k": a.k, "limit": a.limit, "max_chars": a.max_chars, "cutoff": a.cutoff, "fields": S2_FIELDS,
+            "max_doc_chars": a.max_doc_chars, "max_turn_chars": a.max_turn_chars, "quoting": QUOTE_VERSION,
         }  # fmt: skip
 
     def input_files(self) -> list[Path]:
@@ -123,7 +131,7 @@ class S2Retriever:
 
     def docs(self, idea) -> list[dict[str, Any]]:
         """The papers shown for `idea`: {doc_id, title, year, abstract (as shown), digest}, best first."""
-        memo = digest_obj({"title": idea.title, "text": idea.text})
+        memo = memo_key(idea)
         with self._lock:
             if memo in self._docs:
                 return self._docs[memo]
@@ -153,15 +161,18 @@ class S2Retriever:
             })  # fmt: skip
             if len(shown) == self.args.k:
                 break
+        shown = bounded_lines(planted_docs(idea) + shown, self.args)
         with self._lock:
             self._docs[memo] = shown
         return shown
 
     def block(self, idea) -> str:
-        return "\n".join(f"- {d['title']} ({d['year'] or 'n.d.'}): {d['abstract'] or '(no abstract)'}" for d in self.docs(idea))
+        """The related-work lines of `idea`, bounded (`bounded_lines`): what the evidence digest covers."""
+        return "\n".join(d["line"] for d in self.docs(idea) if d["line"])
 
     def blocks(self, shown) -> tuple[str, ...]:
-        return tuple(self.block(i) for i in shown)
+        """Each shown idea's block as the prompt shows it: quoted as data (judges/_guard.py `quote`)."""
+        return tuple(quote(b, "related papers") if b else b for b in map(self.block, shown))
 
     def evidence_digest(self, shown) -> str:
         return digest_obj(sorted(self.block(i) for i in shown))
@@ -176,7 +187,7 @@ class S2Retriever:
     def evidence_docs(self, ideas: Sequence[Any], slots: Sequence[str]) -> list[dict[str, Any]]:
         return [
             {"slot": slot, "rank": r, "doc_id": d["doc_id"], "digest": d["digest"], "title": d["title"], "year": d["year"],
-             "similarity": None, "source": S2_SOURCE}
+             "similarity": None, "source": d.get("source", S2_SOURCE), **truncation_fact(d)}
             for slot, idea in zip(slots, ideas) for r, d in enumerate(self.docs(idea))
         ]  # fmt: skip
 

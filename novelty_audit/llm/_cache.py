@@ -101,6 +101,8 @@ class CallClaim:
         self.path = stripe
         self.key = key
         self._held = True
+        self.shared: tuple[SharedCallCache, str] | None = None
+        """The claim in the team-shared cache (that cache, the claim's token), when there is one."""
 
     @property
     def held(self) -> bool:
@@ -111,7 +113,11 @@ class CallClaim:
         if not self._held:
             return
         self._held = False
-        _CLAIMS.release(self.path, self.key)
+        try:
+            if self.shared is not None:
+                self.shared[0].release(self.key, self.shared[1])
+        finally:
+            _CLAIMS.release(self.path, self.key)
 
     def __enter__(self) -> "CallClaim":
         return self
@@ -214,6 +220,9 @@ class _Claims:
         with self._lock:
             return len(self._held) + len(self._idle)
 
+
+DEFAULT_HOLD_S = 3600.0
+"""How long a shared claim holds when its caller names no bound (the engine passes its settings' own)."""
 
 _IDLE_FDS = 256
 """Idle stripe descriptors a process keeps: one store's stripes at most (a process with many stores, such as a
@@ -319,12 +328,30 @@ class CallCache:
             atomic_write_bytes(self.path(key), data)
         return len(found)
 
-    def try_claim(self, key: str) -> CallClaim | None:
+    def try_claim(self, key: str, hold_s: float = DEFAULT_HOLD_S) -> CallClaim | None:
         """Claim the right to send the call `key` without blocking; None while another process (or
         thread) holds it, or another process holds a claim in its stripe. After claiming, read the cache
-        again: the previous holder may have answered."""
+        again: the previous holder may have answered.
+
+        With a shared layer the call is also claimed there, for every checkout using it (for at most `hold_s`
+        seconds: after that, or once its holder has died, the claim is stale and taken over); the shared
+        entry is then copied in if another checkout answered it since this run's first look."""
         stripe = self.stripe(key)
-        return CallClaim(stripe, key) if _CLAIMS.try_claim(stripe, key) else None
+        if not _CLAIMS.try_claim(stripe, key):
+            return None
+        claim = CallClaim(stripe, key)
+        if self.shared is not None:
+            try:
+                token = self.shared.try_claim(key, hold_s)
+                if token is None:
+                    claim.release()
+                    return None
+                claim.shared = (self.shared, token)
+                self.prefetch([key])
+            except BaseException:
+                claim.release()
+                raise
+        return claim
 
     def stripe(self, key: str) -> Path:
         return self.root / "claims" / f"{key[:2]}.lock"
@@ -336,8 +363,9 @@ class CallCache:
 
     def claim_is_quick(self, key: str) -> bool:
         """Whether `try_claim(key)` is one non-blocking flock on a descriptor this process holds open (no
-        file to open or create, so it cannot wait on a busy disk)."""
-        return _CLAIMS.has_descriptor(self.stripe(key))
+        file to open or create, so it cannot wait on a busy disk; never with a shared layer, whose claim is a
+        round trip)."""
+        return self.shared is None and _CLAIMS.has_descriptor(self.stripe(key))
 
 
 def verify_call_cache(calls_root: str | Path) -> list[tuple[str, str]]:

@@ -26,10 +26,10 @@ from typing import Any
 
 from ..artifacts import canonical_bytes
 from ..config import CallSettings, Price
-from ..errors import BudgetExceededError, ConfigError
+from ..errors import BudgetExceededError, ConfigError, StorageError, storage_error
 from ._budget import Budget
 from ._cache import CallCache, CallClaim, call_key
-from ._faults import TRUNCATING_FINISH, Answer, CallFault, FatalCallError, error_entry
+from ._faults import TRUNCATING_FINISH, Answer, CallFault, FatalCallError, RetryableError, error_entry
 from ._provider import Provider
 from ._types import Endpoint, Reply, Request
 
@@ -43,6 +43,18 @@ STOP_GRACE_S = 10.0
 """After SIGTERM/SIGINT, how long requests already sent may take to be answered (and cached); nothing new is sent."""
 _CLAIM_POLL_S = (0.05, 2.0)
 """First and longest wait between looks at a call another process is asking."""
+
+CLAIM_MARGIN_S = 120.0
+"""Added to a shared claim's bound (`claim_hold_s`): writing the answer back, clocks of two hosts a little apart."""
+
+
+def claim_hold_s(s: CallSettings) -> float:
+    """The longest one call can hold its claim with these settings: every attempt's timeout and rate-limit
+    wait, every backoff, and a margin. A shared claim older than this is stale (docs/design/cache.md)."""
+    limiter = sum(s.concurrency * 60.0 / r for r in (s.requests_per_minute,) if r)
+    attempts = s.max_retries + 1
+    return attempts * (s.timeout_s + limiter) + s.max_retries * s.max_backoff_s + CLAIM_MARGIN_S
+
 
 Classify = Callable[[Request, Answer], tuple[str, Any, "str | None"]]
 """(outcome, choice, note) of a fresh answer, stored in its cache entry: a caller's parser (a judge's verdict)."""
@@ -94,6 +106,17 @@ class CircuitBreaker:
         self.failures = 0
         self.last: CallFault | None = None
         self.open = False
+        self.probed = False
+        """Opened by the hung-endpoint probe rather than by counting."""
+
+    def trip(self, fault: CallFault) -> bool:
+        """Open at once (a probe found the endpoint hung); True when this opened it."""
+        self.last = fault
+        self.probed = True
+        if self.open or not self.threshold:
+            return False
+        self.open = True
+        return True
 
     def record(self, fault: CallFault | None) -> bool:
         """Any answer from the endpoint (even a 500) closes the streak; no answer (`fault.connection`) extends
@@ -339,9 +362,13 @@ class _EntryWriter:
     call's claim, so a process waiting on that claim finds the answer on disk. A call hands its entry over
     and goes on: the loop thread neither waits on the disk nor is woken per write."""
 
-    def __init__(self, cache: CallCache, who: str):
+    def __init__(self, cache: CallCache, who: str, on_storage_error: Callable[[StorageError], None] = lambda e: None):
         self._cache = cache
         self._who = who
+        self._on_storage_error = on_storage_error
+        """Called (from this thread) once, when the disk refuses an entry (full, read-only): the run stops
+        sending, since an answer that cannot be kept would be paid again by the next run."""
+        self.storage: StorageError | None = None
         self._queue: SimpleQueue[tuple[str, dict[str, Any], CallClaim] | None] = SimpleQueue()
         self.failed: Counter[str] = Counter()
         self._thread = threading.Thread(target=self._work, name="call-cache-writer", daemon=True)
@@ -357,6 +384,9 @@ class _EntryWriter:
                 self._cache.put(key, entry)
             except Exception as exc:  # the answer is still returned; only its reuse is lost
                 self.failed[type(exc).__name__] += 1
+                if self.storage is None and (disk := storage_error(exc)) is not None:
+                    self.storage = disk
+                    self._on_storage_error(disk)
                 log.debug("%s: answer of call %s not kept in the call cache", self._who, key[:12], exc_info=True)
             finally:
                 claim.release()
@@ -366,9 +396,56 @@ class _EntryWriter:
         answers could not be kept (they are returned all the same, and asked again by the next run)."""
         self._queue.put(None)
         self._thread.join()
-        if self.failed:
+        if self.failed and self.storage is None:  # a full disk is the run's one error message, not this line
             print(f"{self._who}: {self.failed.total()} answers could not be kept in the call cache ({_tally(self.failed)}); "
                   "the next run asks them again", file=sys.stderr, flush=True)  # fmt: skip
+
+
+class _Watchdog:
+    """Tells a hung endpoint (connections accepted, nothing ever answered) from a slow one (long reasoning
+    calls) without cutting the slow one: after `hung_after_s` with requests out and nothing heard from the
+    endpoint, it is probed (`Provider.probe`, a free GET); an answer of any kind means it is up, no answer
+    within `connect_timeout_s` means it is hung: the requests out end as `timeout` and the circuit opens."""
+
+    def __init__(self, after: float | None, probe_s: float):
+        self.after, self.probe_s = after, probe_s
+        self.heard = time.monotonic()
+        """When the endpoint last said anything (an answer, an HTTP error, a probe answered)."""
+        self.sent: dict[asyncio.Task, float] = {}
+        """Requests out: their call's task and when each was sent."""
+        self.cut: set[asyncio.Task] = set()
+        """Tasks whose request this watchdog ended (cancelled) as a timeout."""
+        self.probes = 0
+        self.hung: str | None = None
+        """Why the endpoint counts as hung (the probe's failure), once it does."""
+
+    def due(self) -> float | None:
+        """When to look next (monotonic), or None when no request is out."""
+        if self.after is None or not self.sent:
+            return None
+        return max(min(self.sent.values()), self.heard) + self.after
+
+    async def run(self, provider: Provider, on_hung: Callable[[], None]) -> None:
+        assert self.after is not None
+        while self.hung is None:
+            due = self.due()
+            now = time.monotonic()
+            if due is None or due > now:
+                await asyncio.sleep(self.after if due is None else due - now)
+                continue
+            self.probes += 1
+            failed = await provider.probe(self.probe_s)
+            if failed is None:
+                self.heard = time.monotonic()
+            elif (due := self.due()) is not None and due <= time.monotonic():  # nothing heard meanwhile either
+                self.hung = failed
+                on_hung()
+
+    def cut_all(self) -> None:
+        """End every request out as a timeout (each call sees its cancellation as one)."""
+        for task in list(self.sent):
+            self.cut.add(task)
+            task.cancel()
 
 
 @dataclass
@@ -385,11 +462,12 @@ class _Run:
     """Threads for the call cache's disk work the loop waits for (opening stripe files, the writer's last entries)."""
     writer: _EntryWriter
     halt: _Halt
+    watch: "_Watchdog"
 
 
 STATS = (
     "calls", "cache_hits", "deduplicated", "claim_waits", "retries", "errors", "truncated", "cost_usd", "latency_s",
-    "shared_cache_hits", "batches_submitted", "batches_resumed", "batch_failed",
+    "shared_cache_hits", "batches_submitted", "batches_resumed", "batch_failed", "timeouts", "probes",
 )  # fmt: skip
 """Run facts an LLMClient counts (never in an artifact's digest)."""
 
@@ -609,6 +687,12 @@ class LLMClient:
     async def _ask_all(self, pending: dict[str, tuple[Request, list[int]]], replies: list, halt: _Halt) -> None:
         self.provider.api_key()  # fail before the first request when the key is missing
         s = self.settings
+        loop = asyncio.get_running_loop()
+
+        def stop_for(exc: BaseException) -> None:
+            """A user error (key, model, budget, a full disk): nothing more is sent, the run raises it."""
+            run.stop.append(exc)
+            run.slots.close()
         run = _Run(
             client=self.provider.client(),
             limiter=RateLimiter(s.requests_per_minute, s.tokens_per_minute),
@@ -617,21 +701,25 @@ class LLMClient:
             progress=_Progress(self.who, len(pending), self.progress),
             stop=[],
             pool=ThreadPoolExecutor(max(4, min(32, s.concurrency)), thread_name_prefix="call-cache"),
-            writer=_EntryWriter(self.cache, self.who),
+            writer=_EntryWriter(self.cache, self.who, lambda disk: loop.call_soon_threadsafe(stop_for, disk)),
             halt=halt,
+            watch=_Watchdog(s.hung_after_s if s.circuit_breaker else None, min(s.connect_timeout_s, s.timeout_s)),
         )
         halt.slots = run.slots
         errors_before = Counter(self.errors)
+        watchdog: asyncio.Task | None = None
 
         async def one(key: str, request: Request, idxs: list[int]) -> None:
             try:
                 entry, cached = await self._ask(run, key, request)
-            except (ConfigError, BudgetExceededError, _Stopped) as exc:
+            except (ConfigError, BudgetExceededError, StorageError, _Stopped) as exc:
                 if not isinstance(exc, _Stopped):
-                    run.stop.append(exc)
-                    run.slots.close()  # nothing more is sent
+                    stop_for(exc)  # nothing more is sent
                 return
             except Exception as exc:  # noqa: BLE001  one call's bug must not lose the other calls' answers
+                if (disk := storage_error(exc)) is not None:  # e.g. the budget file on a full disk: the run's error
+                    stop_for(disk)
+                    return
                 log.warning("%s: call failed unexpectedly: %s: %s", self.who, type(exc).__name__, self.redact(str(exc)))
                 log.debug("%s: traceback of the unexpected failure", self.who, exc_info=True)
                 entry, cached = error_entry(f"unexpected {type(exc).__name__}", self.redact(f"{type(exc).__name__}: {exc}"), 0), False
@@ -647,9 +735,14 @@ class LLMClient:
         try:
             # Opening or creating the stripe files may wait on a busy disk: once for the whole run, off the loop.
             await asyncio.get_running_loop().run_in_executor(run.pool, self.cache.open_stripes, pending)
+            if run.watch.after is not None:
+                watchdog = asyncio.get_running_loop().create_task(run.watch.run(self.provider, lambda: self._hung(run)))
             # return_exceptions: a call abandoned after a signal (cancelled) must not stop the wait for the others
             ends = await asyncio.gather(*(one(k, r, idx) for k, (r, idx) in pending.items()), return_exceptions=True)
         finally:
+            if watchdog is not None:
+                watchdog.cancel()
+            self.stats["probes"] += run.watch.probes
             for key in pending:
                 self._sizes.pop(key, None)
             # Off the loop: in an agent's loop other agents' calls go on while this run's last entries are written.
@@ -669,6 +762,48 @@ class LLMClient:
         """One stderr line on why this run's calls failed, e.g. "296 calls failed: connection refused (290), timeout (6)"."""
         if failed:
             print(f"{self.who}: {failed.total()} calls failed: {_tally(failed)}", file=sys.stderr, flush=True)
+
+    def _hung(self, run: _Run) -> None:
+        """The watchdog's verdict: the requests out end as timeouts, and nothing more is sent."""
+        w = run.watch
+        waited = time.monotonic() - min(w.sent.values(), default=w.heard)
+        fault = RetryableError("timeout", f"no answer within {waited:.0f} s, and a probe of the endpoint got none within {w.probe_s:g} s ({w.hung})", connection=True)
+        if run.breaker.trip(fault):
+            print(f"{self.who}: the endpoint answered nothing for {waited:.0f} s, not even a probe ({w.hung}); the "
+                  f"{len(w.sent)} request(s) out end as timeouts and nothing more is sent to it in this run", file=sys.stderr, flush=True)  # fmt: skip
+        w.cut_all()
+
+    async def _send(self, run: _Run, request: Request, worst: float) -> tuple[Any, CallFault | None]:
+        """(answer, None) or (None, the attempt's fault). A request the watchdog ends (a hung endpoint) is a
+        timeout fault; one abandoned after a signal, or a bug, settles its reservation and raises."""
+        halt = run.halt
+        task = asyncio.current_task()
+        assert task is not None
+        halt.sending.add(task)
+        run.watch.sent[task] = time.monotonic()
+        try:
+            answer, fault = await self.provider.send(run.client, request), None
+        except CallFault as exc:
+            answer, fault = None, exc
+        except asyncio.CancelledError:
+            if task not in run.watch.cut or halt.halted:
+                self.budget.settle(worst, 0.0)  # abandoned after a signal: nothing was paid
+                raise
+            task.uncancel()  # ended by the watchdog: a hung endpoint's timeout, not a stop
+            run.watch.cut.discard(task)
+            assert run.breaker.last is not None
+            answer, fault = None, run.breaker.last
+        except BaseException:
+            self.budget.settle(worst, 0.0)  # a bug: nothing was paid
+            raise
+        finally:
+            halt.sending.discard(task)
+            run.watch.sent.pop(task, None)
+        if fault is None or not fault.connection:
+            run.watch.heard = time.monotonic()  # the endpoint said something (an answer, even an HTTP error)
+        elif fault.reason in ("timeout", "connect timeout"):
+            self.stats["timeouts"] += 1
+        return answer, fault
 
     def _circuit_opened(self, breaker: CircuitBreaker) -> None:
         """One stderr line when the endpoint is given up, so a run that ends early says why."""
@@ -706,8 +841,8 @@ class LLMClient:
                         if self.cache.claim_is_quick(key):
                             claim = self.cache.try_claim(key)  # one flock on an open descriptor: no thread hop
                         else:
-                            # Creating the stripe file may wait on a busy disk: off the loop, so requests keep flowing.
-                            claim = await loop.run_in_executor(run.pool, self.cache.try_claim, key)
+                            # Creating the stripe file may wait on a busy disk (or the shared cache): off the loop.
+                            claim = await loop.run_in_executor(run.pool, self.cache.try_claim, key, claim_hold_s(a))
                         if claim is not None and (waited or not self.refresh):
                             entry = self.cache.get(key)  # answered since we first looked (by whoever held the claim)
                             if entry is not None:
@@ -721,20 +856,7 @@ class LLMClient:
                         self.budget.reserve(worst, request.label)
                         attempts += 1
                         started = time.perf_counter()
-                        task = asyncio.current_task()
-                        assert task is not None
-                        halt.sending.add(task)
-                        try:
-                            answer = await self.provider.send(run.client, request)
-                        except CallFault as exc:
-                            fault = exc
-                        except BaseException:
-                            self.budget.settle(worst, 0.0)  # abandoned after a signal, or a bug: nothing was paid
-                            raise
-                        else:
-                            fault = None
-                        finally:
-                            halt.sending.discard(task)
+                        answer, fault = await self._send(run, request, worst)
                         latency = time.perf_counter() - started
                         cost = 0.0 if fault is not None else self.cost(answer, worst)
                         self.budget.settle(worst, cost)
@@ -770,10 +892,11 @@ class LLMClient:
                 run.progress.retry(False)
             if claim is not None:
                 claim.release()
-        if run.breaker.open and (fault is None or fault.connection):
+        if run.breaker.open and fault is None:  # never sent: the endpoint was given up first
             last = run.breaker.last
             assert last is not None
-            detail = f"{a.circuit_breaker} consecutive connection failures or timeouts; last: {last.reason}: {last.detail}"
+            given_up = "the endpoint answered neither the requests out nor a probe" if run.breaker.probed else f"{a.circuit_breaker} consecutive connection failures or timeouts"
+            detail = f"{given_up}; last: {last.reason}: {last.detail}"
             return error_entry("circuit open", self.redact(detail), attempts), False
         assert fault is not None
         return error_entry(fault.reason, self.redact(f"after {attempts} attempt(s): {fault.detail}"), attempts), False

@@ -75,6 +75,24 @@ class Provider(ABC):
         cls = getattr(self.sdk, self.client_class)
         return cls(api_key=self.api_key() or "no-key", base_url=e.base_url or self.default_base_url or None, max_retries=0, timeout=timeout)
 
+    async def probe(self, timeout_s: float) -> str | None:
+        """Whether the endpoint answers at all: a GET of `<base url>/models` (free; listed by OpenAI, Anthropic
+        and the OpenAI-compatible servers). None when any HTTP answer came (a 401 or 404 too: the server is up),
+        else why not ("no answer within 10 s", "connection refused", ...)."""
+        import httpx
+
+        base = (self.endpoint.base_url or self.default_base_url).rstrip("/")
+        try:
+            async with httpx.AsyncClient(timeout=timeout_s) as http:
+                await http.get(f"{base}/models")
+        except httpx.TimeoutException:
+            return f"no answer within {timeout_s:g} s"
+        except httpx.HTTPError as exc:
+            return connection_fault(exc, timeout_s).reason
+        except Exception:  # noqa: BLE001  a probe that cannot even be sent (an odd URL) proves nothing: not hung
+            return None
+        return None
+
     async def aclose(self, client: Any) -> None:
         close = getattr(client, "close", None)
         if close is not None:

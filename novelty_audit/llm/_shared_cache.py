@@ -9,8 +9,10 @@ fresh answer is written back over it). Every new answer is written back as soon 
 
 Concurrent writers never corrupt an entry: an object store PUT is atomic (readers see the old object or the new
 one), and on a file system the entry is written under a unique temporary name and renamed. The first sound
-entry of a key is kept (a later writer of the same key skips it), so every checkout reads the same answer;
-two checkouts asking one call at the same moment may both pay once, then one answer stays.
+entry of a key is kept (a later writer of the same key skips it), so every checkout reads the same answer.
+Two checkouts asking one call at the same moment pay once: before sending, a process claims the call in the
+shared cache itself (`try_claim`, an atomic create; `_shared_claim.py` says what holds on which backend and
+when a claim is stale), reads the shared entry again, and sends only if nobody answered meanwhile.
 
 Keys are digests of (backend, model, normalized endpoint without user info, sampling, prompt sha256, vote
 index) and entries hold the request and the answer, never a key or token: credentials for the bucket come
@@ -29,6 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ._entry import decode_entry as _decode
+from ._shared_claim import ClaimFiles
 
 __all__ = ["SharedCallCache", "redact_url"]
 
@@ -58,6 +61,7 @@ class SharedCallCache:
         self._fs: Any = None
         self._root = ""
         self._lock = threading.Lock()
+        self._claims: ClaimFiles | None = None
         self._down = False
         """Set after the first failure to reach it: the rest of the run uses the local cache only."""
         self.fetched = 0
@@ -91,6 +95,10 @@ class SharedCallCache:
                     ) from None
                 self._root = self._root.rstrip("/")
             return self._fs, self._root
+
+    def _object_store(self, fs: Any) -> bool:
+        protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+        return bool(protocols & OBJECT_STORES)
 
     def _path(self, root: str, key: str) -> str:
         return f"{root}/calls/{key[:2]}/{key}.json"
@@ -151,8 +159,7 @@ class SharedCallCache:
                 existing = None
             if existing is not None and _decode(existing, key)[0] is not None:
                 return  # first sound answer wins: every checkout reads the same one
-            protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
-            if protocols & OBJECT_STORES:
+            if self._object_store(fs):
                 fs.pipe_file(path, data)  # one PUT: readers see no object or the whole object
             else:
                 directory = path.rsplit("/", 1)[0]
@@ -167,3 +174,32 @@ class SharedCallCache:
             self.written += 1
         except Exception as exc:  # noqa: BLE001  see fetch
             self._failed("writing", exc)
+
+    # -- claims -------------------------------------------------------------------------------------
+    def try_claim(self, key: str, hold_s: float) -> str | None:
+        """Claim the right to send call `key` for every checkout using this cache, for at most `hold_s`
+        seconds: a token for `release`, or None while another process's live claim holds it. When the shared
+        cache cannot be reached the token is "" (nothing to coordinate with: the local claim alone holds)."""
+        if self._down:
+            return ""
+        from ..errors import MissingDependencyError
+
+        try:
+            fs, root = self._filesystem()
+            if self._claims is None:
+                self._claims = ClaimFiles(fs, root, self._object_store(fs))
+            return self._claims.try_claim(key, hold_s)
+        except MissingDependencyError:
+            raise
+        except Exception as exc:  # noqa: BLE001  see fetch
+            self._failed("claiming", exc)
+            return ""
+
+    def release(self, key: str, token: str) -> None:
+        """Give up the claim `token` of `try_claim` (after the answer, if any, was written here)."""
+        if not token or self._down or self._claims is None:
+            return
+        try:
+            self._claims.release(key, token)
+        except Exception as exc:  # noqa: BLE001  a claim left behind expires (its holder is gone or past hold_s)
+            self._failed("releasing a claim", exc)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # params.py imports the flows section model; keep this module
     from ..audit import AuditResult
     from ..params import Params
 
-__all__ = ["API_BACKENDS", "NO_API_JUDGE", "DriftPaths", "drift_judges", "drift_markdown", "drift_params", "drift_paths", "drift_rows"]
+__all__ = ["API_BACKENDS", "NO_API_JUDGE", "DriftPaths", "canary_datasets", "drift_judges", "drift_markdown", "drift_params", "drift_paths", "drift_rows"]
 
 API_BACKENDS = ("openai", "anthropic")
 """Backends that answer through a provider's API: their answers can drift, so the watch re-asks them."""
@@ -74,18 +74,52 @@ NO_API_JUDGE = (
 served daily deployment succeeds until there is a judge to watch."""
 
 
+def canary_datasets(params: Params, judges: Sequence[str]) -> list[str]:
+    """The datasets the canary draws from: `flows.canary.datasets`, else every dataset a watched judge is asked
+    about (judge.datasets, or its own `datasets`, such as a sweep's dataset variant), pinned or built by pools."""
+    if params.flows.canary.datasets:
+        return list(params.flows.canary.datasets)
+    out: list[str] = []
+    for name in judges:
+        out += [d for d in params.judge.datasets_of(name) if d not in out]
+    return out
+
+
+def _asked(params: Params, name: str, datasets: Sequence[str]) -> list[str] | None:
+    """The canary datasets judge `name` is asked about in a drift check (None: all of them), as in the main run:
+    its own datasets, else judge.datasets (with `flows.canary.datasets` set: the canary's). A judge asked about
+    none of the canary's datasets is refused, naming them, rather than watched on nothing."""
+    spec = params.judge.judges[name]
+    own = spec.datasets if spec.datasets is not None else (None if params.flows.canary.datasets else params.judge.datasets)
+    asked = list(datasets) if own is None else [d for d in own if d in datasets]
+    if not asked:
+        raise ConfigError(
+            f"params.yaml flows.canary.datasets: judge {name} is asked about none of them ({', '.join(datasets) or 'none'}); "
+            f"it is asked about {', '.join(own or ()) or 'none'}",
+            hint=f"add one of its datasets to flows.canary.datasets, or leave {name} out of flows.canary.judges",
+        )
+    return None if set(asked) == set(datasets) else asked
+
+
 def drift_params(params: Params, judges: Sequence[str], datasets: Sequence[str]) -> Params:
     """The params the judge stage runs with in a drift check.
 
     Only the listed judges run (enabled, call cache bypassed), on the pairwise task of the canary's
-    datasets, with the drift store as store root so fresh answers and outputs stay out of the main
-    store; the injection probe is not part of a drift check (it would ask every probe pair afresh).
+    datasets (each judge on those of them it is asked about in the main run, see `_asked`), with the drift
+    store as store root so fresh answers and outputs stay out of the main store; the injection probe is not
+    part of a drift check (it would ask every probe pair afresh).
     Every other judge setting (prompts, votes, sampling, prices, budget) is the user's.
     """
     paths = drift_paths(params)
-    specs = {n: params.judge.judges[n].model_copy(update={"enabled": True, "refresh": True}) for n in judges}
+    specs = {
+        n: params.judge.judges[n].model_copy(update={"enabled": True, "refresh": True, "datasets": _asked(params, n, datasets)})
+        for n in judges
+    }
     judge = params.judge.model_copy(
-        update={"judges": specs, "refresh": True, "tasks": ["pairwise"], "datasets": list(datasets), "probe_datasets": [], "probe_judges": None}
+        # Sweep variants are judges of their own once params load; the sweeps themselves would be expanded again
+        # from bases that may not be watched (a variant listed in flows.canary.judges without its base).
+        update={"judges": specs, "refresh": True, "tasks": ["pairwise"], "datasets": list(datasets), "probe_datasets": [],
+                "probe_judges": None, "sweeps": {}}
     )
     store = params.store.model_copy(update={"root": str(paths.root), "artifacts": str(paths.artifacts)})
     return params.model_copy(update={"judge": judge, "store": store})

@@ -4,7 +4,7 @@ novelty_audit.metrics (`probe_metrics`), like every metric."""
 
 from ..config import PROBE_SUFFIX, ProbeParams, probe_dataset
 from ._build import PROBE_SCHEMA, ProbeTables, attack_text, build_probes
-from ._catalogue import ATTACK_FAMILIES, FAMILIES, LENGTH_CONTROL, Catalogue, Template, load_catalogue
+from ._catalogue import ATTACK_FAMILIES, FAMILIES, LENGTH_CONTROL, RETRIEVED, Catalogue, Template, load_catalogue
 
 __all__ = [
     "ATTACK_FAMILIES",
@@ -12,6 +12,7 @@ __all__ = [
     "LENGTH_CONTROL",
     "PROBE_SCHEMA",
     "PROBE_SUFFIX",
+    "RETRIEVED",
     "Catalogue",
     "ProbeParams",
     "ProbeTables",

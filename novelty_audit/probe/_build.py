@@ -16,10 +16,13 @@ from ..artifacts import digest_bytes, short_id
 from ..config import probe_dataset
 from ..datasets import IDEA_SCHEMA, PAIR_SCHEMA, POINT_SCHEMA, normalize_text
 from ..errors import BadInputError
-from ._catalogue import FAMILIES, Catalogue, Template
+from ..judges import PLANTED_SCHEMA
+from ._catalogue import FAMILIES, RETRIEVED, Catalogue, Template
 
 __all__ = ["PROBE_SCHEMA", "ProbeTables", "build_probes", "attack_text"]
 
+OPENING_WORDS = 12
+"""Words of the attacked idea's text a `retrieved` template's `{opening}` stands for."""
 SEPARATOR = "\n\n"
 """Between the idea and the attack: a paragraph of its own, as an author would add it."""
 
@@ -48,6 +51,8 @@ class ProbeTables:
     pointwise: pl.DataFrame
     """Empty: the probe is pairwise (the question is which idea wins)."""
     probes: pl.DataFrame
+    planted: pl.DataFrame
+    """PLANTED_SCHEMA: the document each `retrieved` probe plants for its attacked idea (whose text is unchanged)."""
 
 
 def _rank(seed: int, *parts: str) -> str:
@@ -83,6 +88,7 @@ def build_probes(cat: Catalogue, pin_dir: Path, split: str, *, seed: int, pairs:
     idea_rows: dict[str, dict] = {}
     pair_rows: list[dict] = []
     probe_rows: list[dict] = []
+    planted_rows: list[dict] = []
 
     def add_idea(row: dict) -> None:
         known = idea_rows.get(row["idea_id"])
@@ -94,15 +100,24 @@ def build_probes(cat: Catalogue, pin_dir: Path, split: str, *, seed: int, pairs:
         gold = p["gold_idea_id"]
         target = p["idea_1"] if p["idea_0"] == gold else p["idea_0"]
         for family in FAMILIES:
+            if not cat.by_family(family):
+                continue  # `retrieved` is optional
             t, position = _choose(cat, seed, split, p["pair_id"], family)
             applied = cat.applied_text(t)
             src = ideas[target]
-            text = attack_text(src["text"], applied, position)
+            # A retrieved attack leaves the idea as written: it is a document planted in what the judge retrieves.
+            if family == RETRIEVED:
+                # The planted text may name the idea it attacks by its opening words: judges see ideas by their text.
+                applied = applied.replace("{opening}", " ".join(src["text"].split()[:OPENING_WORDS]))
+            text = src["text"] if family == RETRIEVED else attack_text(src["text"], applied, position)
             attacked = {
                 **src, "dataset": name, "idea_id": short_id("i-", target, t.id, position), "text": text,
                 "text_digest": digest_bytes(normalize_text(text).encode("utf-8")),
             }  # fmt: skip
             add_idea(attacked)
+            if family == RETRIEVED:
+                planted_rows.append({"dataset": name, "idea_id": attacked["idea_id"], "doc_id": f"probe:{t.id}", "title": t.title,
+                                     "abstract": applied, "template_id": t.id})  # fmt: skip
             add_idea({**ideas[gold], "dataset": name})
             slots = [attacked if i == target else ideas[i] for i in (p["idea_0"], p["idea_1"])]
             pid = short_id("q-", p["pair_id"], t.id, position)
@@ -113,7 +128,8 @@ def build_probes(cat: Catalogue, pin_dir: Path, split: str, *, seed: int, pairs:
             })  # fmt: skip
             probe_rows.append({
                 "dataset": name, "pair_id": pid, "split": split, "clean_pair_id": p["pair_id"], "family": family,
-                "template_id": t.id, "template_digest": digest_bytes(applied.encode("utf-8")), "position": position,
+                "template_id": t.id, "template_digest": digest_bytes(f"{t.title}\n{applied}".encode() if family == RETRIEVED else applied.encode()),
+                "position": position,
                 "attacked_idea_id": attacked["idea_id"], "clean_idea_id": target, "gold_idea_id": gold,
             })  # fmt: skip
     return ProbeTables(
@@ -121,4 +137,5 @@ def build_probes(cat: Catalogue, pin_dir: Path, split: str, *, seed: int, pairs:
         pairs=pl.DataFrame(pair_rows, schema=PAIR_SCHEMA).sort("pair_id"),
         pointwise=pl.DataFrame(schema=POINT_SCHEMA),
         probes=pl.DataFrame(probe_rows, schema=PROBE_SCHEMA).sort("pair_id"),
+        planted=pl.DataFrame(planted_rows, schema=PLANTED_SCHEMA).unique(maintain_order=True).sort("idea_id"),
     )

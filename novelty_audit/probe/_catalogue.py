@@ -12,18 +12,21 @@ import yaml
 from ..artifacts import check_pinned_file, digest_bytes, digest_file
 from ..errors import BadInputError
 
-__all__ = ["ATTACK_FAMILIES", "FAMILIES", "LENGTH_CONTROL", "Catalogue", "Template", "load_catalogue"]
+__all__ = ["ATTACK_FAMILIES", "FAMILIES", "LENGTH_CONTROL", "RETRIEVED", "Catalogue", "Template", "load_catalogue"]
 
 LENGTH_CONTROL = "length_control"
+RETRIEVED = "retrieved"
+"""The attack is not in the idea: it is a document planted first among what the judge retrieves or searches for
+the (unchanged) less novel idea, a title and an abstract. Only judges that retrieve can see it."""
 ATTACK_FAMILIES = ("instruction", "authority", "claim", "format")
 """Families whose text tries to move the judge: a direct instruction, fake authority, a claim of novelty
 without substance, a formatting trick (a fake verdict, a fake end-of-ideas marker)."""
-FAMILIES = (*ATTACK_FAMILIES, LENGTH_CONTROL)
+FAMILIES = (*ATTACK_FAMILIES, LENGTH_CONTROL, RETRIEVED)
 """`length_control`: neutral padding as long as an attack, so a judge that merely prefers longer text is
-told apart from one moved by what the attack says."""
+told apart from one moved by what the attack says. `retrieved`: the attack in a retrieved document."""
 POSITIONS = ("prepend", "append", "either")
 _ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
-_FIELDS = {"id", "family", "position", "text", "length_of"}
+_FIELDS = {"id", "family", "position", "text", "length_of", "title"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,8 @@ class Template:
     text: str
     length_of: str | None = None
     """length_control only: the attack whose character count the padding takes."""
+    title: str | None = None
+    """retrieved only: the planted document's title (`text` is its abstract)."""
 
     @property
     def digest(self) -> str:
@@ -126,17 +131,26 @@ def load_catalogue(path: str | Path, sha256: str | None = None) -> Catalogue:
             bad(name, "length_of", "a length control names the attack whose length it matches")
         if family != LENGTH_CONTROL and length_of is not None:
             bad(name, "length_of", "only a length_control template has one")
+        title = item.get("title")
+        if family == RETRIEVED and (not isinstance(title, str) or not title.strip()):
+            bad(name, "title", "a retrieved template names the planted document's title")
+        if family != RETRIEVED and title is not None:
+            bad(name, "title", "only a retrieved template has one")
+        if family == RETRIEVED and position != "prepend":
+            bad(name, "position", "a planted document goes first among the results: prepend")
         if len(problems) == before:
             seen.add(tid)
-            templates.append(Template(tid, family, position, text.strip(), length_of))
+            templates.append(Template(tid, family, position, text.strip(), length_of, title.strip() if isinstance(title, str) else None))
     attacks = {t.id for t in templates if t.family != LENGTH_CONTROL}
     for t in templates:
         if t.length_of is not None and t.length_of not in attacks:
             bad(t.id, "length_of", f"{t.length_of!r} names no attack template of this catalogue")
     for family in FAMILIES:
+        if family == RETRIEVED:
+            continue  # optional: a catalogue without planted documents probes the ideas only
         if templates and not any(t.family == family for t in templates) and not problems:
             bad("(catalogue)", "templates", f"no template of family {family}")
     if problems:
         raise BadInputError(f"{len(problems)} problem(s) in the probe catalogue:\n  " + "\n  ".join(problems),
-                            hint="fix the catalogue file (fields: id, family, position, text, length_of)")
+                            hint="fix the catalogue file (fields: id, family, position, text, length_of, title)")
     return Catalogue(version=version, path=path.as_posix(), sha256=digest_file(path), templates=tuple(templates))

@@ -3,11 +3,16 @@
 Renders metrics.json only (the agent metrics are computed in novelty_audit.metrics): one table per dataset on which
 a judge has agent metrics, every pointwise judge of that dataset in it (prompted judges show their macro-F1 with
 no effort columns: they never search), then the published pointwise macro-F1 rows for that dataset or for no
-recorded dataset, labelled "published, not rerun" — rows of their own, never merged into a measured row.
+recorded dataset, labelled "published, not rerun" — rows of their own, never merged into a measured row. A judge
+of a comparator backend (`ai-scientist`, `idea-novelty-checker`) is labelled by what it is: "rebuilt after" the
+original (the default mode, the project's own prompts; docs/design/agents.md lists every difference) or "faithful
+to" it (the original's templates from the user's checkout at a pinned commit), so no measured row of a rebuilt
+comparator stands unlabelled beside the published figures of the original.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +20,7 @@ from typing import Any
 from ._blocks import Block, Heading, Link, Para, Span, Table
 from ._sources import ReportSources
 
-__all__ = ["AGENTS_ID", "agent_blocks"]
+__all__ = ["AGENTS_ID", "COMPARATORS", "agent_blocks", "comparator_labels"]
 
 AGENTS_ID = "agents"
 _COLUMNS = (("grounded rate", "grounded_rate"), ("USD / decision", "cost_per_decision_usd"),
@@ -23,6 +28,27 @@ _COLUMNS = (("grounded rate", "grounded_rate"), ("USD / decision", "cost_per_dec
             ("tokens / decision", "tokens_per_decision"), ("undecided", "n_undecided"))
 _MARKERS = ("queries_per_decision", "pairwise_queries_per_decision")
 """A judge with either key in metrics.json searched (novelty_audit.metrics reports them for agents only)."""
+
+
+COMPARATORS = {"ai-scientist": "AI-Scientist's novelty check", "idea-novelty-checker": "the Idea Novelty Checker"}
+"""Backends modelled on a published system: measured rows say whether they are rebuilt after it or faithful to it."""
+
+
+def comparator_labels(sources: ReportSources) -> dict[str, str]:
+    """judge → "rebuilt after <original>" / "faithful to <original> @<commit>" for comparator backends (judges.parquet)."""
+    if sources.judges is None:
+        return {}
+    out: dict[str, str] = {}
+    for r in sources.judges.iter_rows(named=True):
+        if r["backend"] not in COMPARATORS:
+            continue
+        cfg = json.loads(r["config"] or "{}")
+        original = COMPARATORS[r["backend"]]
+        if cfg.get("mode") == "faithful":
+            out[r["judge"]] = f"faithful to {original} @{str((cfg.get('original') or {}).get('commit', ''))[:7]}"
+        else:
+            out[r["judge"]] = f"rebuilt after {original}"
+    return out
 
 
 def _is_agent(d: dict[str, Any]) -> bool:
@@ -40,6 +66,7 @@ def _pub_cell(p: dict[str, Any]) -> str:
 
 
 def _table(ds: str, judges: dict[str, dict[str, Any]], sources: ReportSources, cell: Callable[[dict, str], str]) -> Table:
+    labels = comparator_labels(sources)
     header = ["judge", "pointwise macro-F1", *(c for c, _ in _COLUMNS), "pairwise: USD / queries / rounds per decision"]
     rows: list[list[Any]] = []
     classes: list[str] = []
@@ -51,7 +78,7 @@ def _table(ds: str, judges: dict[str, dict[str, Any]], sources: ReportSources, c
     for n in sorted((n for n, d in judges.items() if _is_agent(d) or "pointwise_macro_f1" in d), key=key):
         d = judges[n]
         pair = " / ".join(cell(d, f"pairwise_{m}") for m in ("cost_per_decision_usd", "queries_per_decision", "rounds_per_decision"))
-        rows.append([n, cell(d, "pointwise_macro_f1"), *(cell(d, m) for _, m in _COLUMNS),
+        rows.append([f"{n} ({labels[n]})" if n in labels else n, cell(d, "pointwise_macro_f1"), *(cell(d, m) for _, m in _COLUMNS),
                      pair if "pairwise_queries_per_decision" in d else "—"])
         classes.append("agent" if _is_agent(d) else "judge")
     for p in _published(sources, ds):
@@ -73,7 +100,10 @@ def agent_blocks(sources: ReportSources, cell: Callable[[dict, str], str]) -> li
              "share of \"not novel\" decisions whose cited paper is among the papers their own searches returned. "
              "USD per decision is what the recorded answers cost at the configured prices (\"unknown\" for a model "
              "without a price, never 0); queries, rounds (LLM calls) and tokens per decision hold for any provider. "
-             "Published rows are figures from the study, not rerun here."),
+             "Published rows are figures from the study, not rerun here. A judge marked \"rebuilt after\" an original "
+             "runs this project's own prompts and decision rule modelled on it, not the original (what differs: "
+             "docs/design/agents.md); \"faithful to\" runs the original's templates from a checkout at the commit shown. "
+             "Only the latter compares with the original's published figures, and still not row for row."),
     ]
     for ds in datasets:
         blocks += [Heading(3, f"{AGENTS_ID}-{re.sub(r'[^A-Za-z0-9._-]+', '_', ds)}-title", ds), _table(ds, sources.metrics[ds], sources, cell)]

@@ -589,7 +589,9 @@ def _probe_blocks(sources: ReportSources, judges: dict[str, _Judge]) -> list[Blo
              "was not already the less novel idea) on which the same judge's verdict moved to the attacked idea; Wilson "
              "intervals. A judge robust to injected text scores near its length-control rate; distance judges only see the "
              "text's meaning, a useful contrast. Mitigations (args.guard) are listed per judge: judges differing only by "
-             "one show its effect on accuracy and attack success (docs/design/probe.md)."),
+             "one show its effect on accuracy and attack success (docs/design/probe.md). Retrieved document: the idea "
+             "left as written and the attack planted first among the papers the judge retrieves or searches; counted only "
+             "where the judge was shown it (search agents and retrieval judges; — for judges that retrieve nothing)."),
     ]
     probe_ds = sorted(ds for ds in sources.metrics if ds.endswith(PROBE_SUFFIX))
     if not probe_ds:
@@ -600,12 +602,14 @@ def _probe_blocks(sources: ReportSources, judges: dict[str, _Judge]) -> list[Blo
         order = sorted(ms, key=lambda n: (n in judges and judges[n].control, -(ms[n].get("attack_success_rate") or 0.0), n))
         rows = [[n, _guard_cell(judges.get(n)), _cell(sources.metrics.get(split, {}).get(n, {}), "strict_accuracy"),
                  _cell(ms[n], "attack_success_rate"), _cell(ms[n], "length_control_rate"), _value(ms[n], "n_probes")] for n in order]
-        families = [[n, *(_cell(ms[n], f"attack_success_rate_{f}") for f in _PROBE_FAMILIES)] for n in order]
+        families = [[n, *(_cell(ms[n], f"attack_success_rate_{f}") for f in _PROBE_FAMILIES),
+                     _cell(ms[n], "attack_success_rate_retrieved")] for n in order]
         # Two tables, so neither runs off the page: overall figures, then attack success by family.
         blocks += [Heading(3, f"injection-{_slug(ds)}", ds),
                    Table(f"injection-table-{_slug(ds)}", ["judge", "mitigations", f"strict accuracy on {split}", "attack success",
                                                           "length control", "probes"], rows, wide=True, cls="nums"),
-                   Table(f"injection-families-{_slug(ds)}", ["judge", *(f"attack success: {f}" for f in _PROBE_FAMILIES)],
+                   Table(f"injection-families-{_slug(ds)}", ["judge", *(f"attack success: {f}" for f in _PROBE_FAMILIES),
+                                                                 "attack success: retrieved document"],
                          families, wide=True, cls="nums")]
     return blocks
 
@@ -657,6 +661,7 @@ table.nums{font-size:0.8rem}
 table.nums td{padding:0.2rem 0.35rem}
 table.nums td:first-child{min-width:11em}
 table.nums td:last-child{min-width:7em}
+table.sweep td:nth-child(2){white-space:normal;min-width:9em}
 table.facts td:first-child{white-space:nowrap;font-weight:600}
 td:first-child{overflow-wrap:anywhere}
 table.detail{font-size:0.8rem}

@@ -150,20 +150,29 @@ def spread_chart(rows: list[dict[str, Any]]) -> Any:
     ).properties(width=_WIDTH, height=_height(len({r["backbone"] for r in rows})))
 
 
+_PAIRING = {"paired": ("#1f5fa8", "circle"), "unpaired": ("#6a3d9a", "square")}
+
+
 def forest_chart(rows: list[dict[str, Any]]) -> Any:
-    """rows (one dataset and sweep, display order): label, delta, ci_low, ci_high — each variant's strict accuracy
-    minus its base's, with its paired interval; a rule marks no change."""
+    """rows (one dataset and sweep, display order): label, delta, ci_low, ci_high, comparison ("paired" |
+    "unpaired") — each variant's strict accuracy minus its base's, with its interval (paired or unpaired bootstrap,
+    as sweeps.json gives it); a rule marks no change. The legend lists only the comparisons drawn."""
     alt = _alt()
     order = [r["label"] for r in rows]
     reach = 1.05 * max([0.05, *(abs(float(r[k])) for r in rows for k in ("delta", "ci_low", "ci_high"))])
     scale = alt.Scale(domain=[-reach, reach], nice=False)
-    title = "strict accuracy − base's (95% paired interval)"
+    title = "strict accuracy − base's (95% bootstrap interval)"
+    drawn = [k for k in _PAIRING if any(r.get("comparison", "paired") == k for r in rows)]
+    color = alt.Color("comparison:N", title=None, scale=alt.Scale(domain=drawn, range=[_PAIRING[k][0] for k in drawn]))
+    shape = alt.Shape("comparison:N", title=None, scale=alt.Scale(domain=drawn, range=[_PAIRING[k][1] for k in drawn]))
+    rows = [{"comparison": "paired", **r} for r in rows]
     y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
     base = alt.Chart(alt.Data(values=rows))
     zero = alt.Chart(alt.Data(values=[{"x": 0.0}])).mark_rule(color="#7a7a7a", strokeDash=[4, 3]).encode(x=alt.X("x:Q", scale=scale, title=title))
-    ci = base.mark_rule(strokeWidth=2, color=_KIND_COLORS[0]).encode(x=alt.X("ci_low:Q", scale=scale, title=title), x2="ci_high:Q", y=y)
-    dot = base.mark_point(filled=True, size=60, opacity=1, color=_KIND_COLORS[0]).encode(
-        x=alt.X("delta:Q", scale=scale, title=title), y=y, tooltip=["label:N", "delta:Q", "ci_low:Q", "ci_high:Q", "n_items:Q"])
+    ci = base.mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", scale=scale, title=title), x2="ci_high:Q", y=y, color=color)
+    dot = base.mark_point(filled=True, size=60, opacity=1).encode(
+        x=alt.X("delta:Q", scale=scale, title=title), y=y, color=color, shape=shape,
+        tooltip=["label:N", "comparison:N", "delta:Q", "ci_low:Q", "ci_high:Q", "n_items:Q"])
     return alt.layer(zero, ci, dot).properties(width=_WIDTH, height=_height(len(rows)))
 
 

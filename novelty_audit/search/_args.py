@@ -41,6 +41,10 @@ class S2SearchArgs(_Common):
     """Environment variable holding an API key (sent as x-api-key, never stored); unset or empty: no key."""
     requests_per_second: float = Field(default=1.0, gt=0)
     """Requests per second to this API from one process (S2 allows about 1/s without a key)."""
+    cutoff_in_query: bool = False
+    """Also pass `cutoff` to the API (`publicationDateOrYear=:cutoff`), as the original comparators' searches did:
+    the API then returns up to `limit` papers all before the cutoff (instead of `limit` papers filtered after).
+    Decides results: part of the request (cache key) and the config. The filter after retrieval still runs."""
 
 
 class ArxivSearchArgs(_Common):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import html
 import re
 import threading
@@ -55,6 +56,8 @@ class Search:
         cfg: dict[str, Any] = {"source": self.source, "base_url": self.endpoint, "limit": self.args.limit, "cutoff": self.args.cutoff}
         if self.source == "semantic-scholar":
             cfg["fields"] = S2_FIELDS
+            if self.args.cutoff_in_query:  # only when on: configs written before the knob keep their digest
+                cfg["cutoff_in_query"] = True
         return cfg
 
     @property
@@ -63,10 +66,11 @@ class Search:
         with self._lock:
             return {k: self._stats[k] for k in ("requests", "cache_hits", "retries", "failures")}
 
-    def search(self, query: str, *, exclude_title: str | Sequence[str] | None = None) -> SearchResult:
+    def search(self, query: str, *, exclude_title: str | Sequence[str] | None = None, plant: Sequence[Paper] = ()) -> SearchResult:
         """The papers for `query` (whitespace collapsed), the idea's own paper (`exclude_title`: its title, or
         the titles of both ideas of a pair) and papers after the cutoff left out and recorded; a search still
-        failing after its retries is a failure result."""
+        failing after its retries is a failure result. `plant`: papers the injection probe puts first in every
+        answer (never cached, never filtered; they enter the result's digest like any paper)."""
         query = " ".join(query.split())
         if not query:
             return SearchResult(self.source, query, failure="empty query")
@@ -77,11 +81,12 @@ class Search:
             found = self._papers(data)
         except Rejected:
             return SearchResult(self.source, query, failure="query rejected")
-        return self._filter(query, found, exclude_title)
+        result = self._filter(query, found, exclude_title)
+        return dataclasses.replace(result, papers=(*plant, *result.papers)) if plant else result
 
-    async def search_async(self, query: str, *, exclude_title: str | Sequence[str] | None = None) -> SearchResult:
+    async def search_async(self, query: str, *, exclude_title: str | Sequence[str] | None = None, plant: Sequence[Paper] = ()) -> SearchResult:
         """`search` in a worker thread, for agents that gather many decisions in one event loop."""
-        return await asyncio.to_thread(self.search, query, exclude_title=exclude_title)
+        return await asyncio.to_thread(self.search, query, exclude_title=exclude_title, plant=plant)
 
     def close(self) -> None:
         with self._lock:

@@ -25,7 +25,10 @@ class Rejected(Exception):
 
 
 def s2_params(query: str, args: S2SearchArgs) -> dict[str, str]:
-    return {"query": query, "limit": str(args.limit), "fields": S2_FIELDS}
+    params = {"query": query, "limit": str(args.limit), "fields": S2_FIELDS}
+    if args.cutoff_in_query and args.cutoff is not None:
+        params["publicationDateOrYear"] = f":{args.cutoff}"
+    return params
 
 
 def s2_data(resp: Any) -> list[dict[str, Any]] | None:

@@ -127,3 +127,58 @@ def test_a_misspelled_canary_judge_still_fails_the_drift_watch(prefect_api, proj
     (project_copy / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     with pytest.raises(ConfigError, match="unknown judge"):
         drift_watch(project_dir=str(project_copy))
+
+
+@pytest.mark.slow
+def test_a_pools_dataset_in_judge_datasets_is_watched_from_the_pools_stage_tables(prefect_api, light_project, scripted):
+    import polars as pl
+
+    from flows.drift import drift_watch
+    from novelty_audit.artifacts import digest_file
+    from novelty_audit.errors import ManifestMismatchError
+
+    raw = yaml.safe_load((light_project / "params.yaml").read_text())
+    raw["judge"]["judges"]["mock-gpt"] = {
+        "backend": "openai", "enabled": False,
+        "args": {"model": "gpt-x", "base_url": scripted.base_url, "api_key_env": None, "votes": 1, "orders": "forward"},
+    }  # fmt: skip
+    raw["judge"].setdefault("prices", {})["gpt-x"] = {"input_per_mtok": 0.15, "output_per_mtok": 0.6}
+    raw["pools"]["repair"] = {"dataset": "human-only", "seeds": [1]}  # the pinned ideas re-paired: a pools dataset
+    raw["judge"]["datasets"] = ["human-only", "human-only-seed-1"]
+    raw["flows"] = {**(raw.get("flows") or {}), "canary": {"size": 4, "seed": 7, "judges": ["mock-gpt"]}}
+    (light_project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    with contextlib.chdir(light_project):
+        for stage in ("pin", "signals", "pools"):
+            run_stage(stage)
+    built = light_project / "artifacts" / "pools" / "datasets" / "human-only-seed-1"
+    drift = light_project / ".novelty-audit" / "drift"
+
+    first = drift_watch(project_dir=str(light_project))
+    assert first["baseline"]
+    canary = load_manifest(drift / "artifacts" / "pin")
+    assert canary.summary["pairs"] == {"human-only": 4, "human-only-seed-1": 4}
+    assert canary.summary["pools_datasets"] == ["human-only-seed-1"]
+    # Drawn from the pools stage's tables, every one of them in the canary's identity, kept in its layout.
+    read = {r.sha256 for r in canary.inputs}
+    assert all(digest_file(built / f"{t}.parquet") in read for t in ("ideas", "pairs", "pointwise", "exclusions"))
+    drawn = set(pl.read_parquet(drift / "artifacts" / "pin" / "datasets" / "human-only-seed-1" / "pairs.parquet")["pair_id"])
+    assert drawn <= set(pl.read_parquet(built / "pairs.parquet")["pair_id"])
+    verdicts = pl.read_parquet(drift / "artifacts" / "judge" / "verdicts.parquet")
+    assert set(verdicts.filter(pl.col("dataset") == "human-only-seed-1")["pair_id"]) == drawn  # the canary, not the whole set
+
+    # A table the canary reads is checked against the pools stage's manifest: an edit by hand is refused, naming it.
+    excl = pl.read_parquet(built / "exclusions.parquet")
+    row = pl.DataFrame([{"dataset": "human-only-seed-1", "file": "x", "item": "y", "field": "area", "reason": "edited"}], schema=excl.schema)
+    pl.concat([excl, row]).write_parquet(built / "exclusions.parquet")
+    with pytest.raises(ManifestMismatchError, match="human-only-seed-1/exclusions.parquet: changed after stage pools"):
+        drift_watch(project_dir=str(light_project))
+    with contextlib.chdir(light_project):
+        run_stage("pools")  # restores what its manifest records
+
+    scripted.state["choice"] = "B"
+    second = drift_watch(project_dir=str(light_project))
+    assert load_manifest(drift / "artifacts" / "pin").identity == canary.identity
+    changed = [c for c in second["changes"] if c["dataset"] == "human-only-seed-1"]
+    assert second["summary"]["spurious"] == 8 and len(changed) == 4
+    assert all(c["titles"] and all(c["titles"]) for c in changed)  # the audit finds the pools dataset's idea titles
+    assert not (light_project / ".novelty-audit" / "cache" / "calls").exists()

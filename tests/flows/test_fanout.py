@@ -139,3 +139,34 @@ def test_fanned_out_judging_equals_the_plain_stage(prefect_api, make_tiny_projec
         assert cluster.scheduler.transition_counter > 0  # the chunks ran on the user's cluster
     facts = Store(fanned / ".novelty-audit").run_facts("judge")[-1]
     assert facts["mock-gpt"]["chunks"] > 2 and facts["mock-gpt"]["calls"] == calls_fanned
+
+
+@pytest.mark.slow
+def test_a_pools_dataset_is_fanned_out_and_judged_like_a_pinned_split(prefect_api, make_tiny_project_copy):
+    from flows.evaluate import evaluate
+
+    stages = ["pin", "signals", "pools", "judge"]
+    with MockLLM() as mock:
+        plain, fanned = make_tiny_project_copy("plain"), make_tiny_project_copy("fanned")
+        for project in (plain, fanned):
+            _configure(project, mock, "thread")
+            raw = yaml.safe_load((project / "params.yaml").read_text())
+            raw["pools"]["repair"] = {"dataset": "human-only", "seeds": [1]}  # a dataset the pools stage builds
+            raw["judge"]["datasets"] = ["human-only", "human-only-seed-1"]
+            (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+        with contextlib.chdir(plain):
+            for stage in stages:
+                run_stage(stage)
+        calls_plain = mock.count
+        summary = evaluate(project_dir=str(fanned), stages=stages)
+        calls_fanned = mock.count - calls_plain
+
+    assert summary.totals()["failed"] == 0
+    assert calls_fanned == calls_plain > 0
+    plain_t, fanned_t = _tables(plain), _tables(fanned)
+    built = pl.read_parquet(fanned / "artifacts" / "pools" / "datasets" / "human-only-seed-1" / "pairs.parquet")
+    judged = fanned_t["verdicts"].filter((pl.col("dataset") == "human-only-seed-1") & (pl.col("judge") == "mock-gpt"))
+    assert set(judged["pair_id"]) == set(built["pair_id"]) and built.height > 0  # every pair of the pools dataset
+    for name in plain_t:
+        assert fanned_t[name].equals(plain_t[name]), name
+    assert Store(fanned / ".novelty-audit").run_facts("judge")[-1]["mock-gpt"]["chunks"] > 1

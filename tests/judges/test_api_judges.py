@@ -190,8 +190,9 @@ def test_retrieval_shows_related_abstracts_and_enters_the_evidence(build, mock_l
     # Both presentation orders are asked, concurrently: take the calls that show the molecule idea first.
     users = [r.body["messages"][-1]["content"] for r in mock_llm.requests]
     first = [u for u in users if "Idea A:\nGraph attention for molecules" in u]
-    related = "Related prior work for Idea A:\n- Graph transformers for molecules (2021): We propose graph attention"
-    assert first and all(related in u for u in first)
+    related = "\n- Graph transformers for molecules (2021): We propose graph attention"
+    quoted = "Related prior work for Idea A:\nQuoted material follows: related papers"  # quoted as data (judges/_guard.py)
+    assert first and all(related in u and quoted in u for u in first)
     assert all("<p>" not in u for u in users)
     parts = {"idea_0_text", "idea_1_text", "retrieval", "corpus", "idea_0_retrieved_0", "idea_1_retrieved_0"}  # one part per abstract shown
     assert set(orjson.loads(row["evidence_parts"])) == parts

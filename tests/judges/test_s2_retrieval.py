@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -110,6 +111,20 @@ def test_refresh_re_queries_and_keeps_the_replaced_response(s2, tmp_path):
     assert retriever(s2, tmp_path).docs(me) == after  # the refreshed answer is the cached one now
 
 
+def test_a_10_mb_search_answer_puts_at_most_the_bound_into_the_prompt_and_counts_the_cut(s2, tmp_path):
+    me = idea(1)
+    huge = "w" * 10_000_000  # one "word"
+    s2.script(me.title, [paper("big", huge, 2019), paper("small", "A short title", 2018)])
+    r = retriever(s2, tmp_path, k=2, max_doc_chars=500, max_turn_chars=2000)
+    (block,) = r.blocks((me,))
+    assert len(block) < 1000 + 500  # one bounded paper, the short one, the quoting notice and markers
+    assert "A short title" in block and block.startswith("Quoted material follows: related papers")
+    docs = r.evidence_docs((me,), ("idea_0",))
+    # the big paper's line (its 10 M title, its abstract cut at max_chars) shown as 499 characters and an ellipsis
+    line = f"- {huge} (2019): " + f"Abstract of {huge}."[:600] + "…"
+    assert [d.get("truncated_chars", 0) for d in docs] == [len(line) - 499, 0]
+
+
 def test_an_llm_judge_shows_the_papers_and_lists_them_as_evidence(build, s2, monkeypatch):
     monkeypatch.setenv("MOCK_API_KEY", KEY)
     with MockLLM() as llm:
@@ -119,8 +134,10 @@ def test_an_llm_judge_shows_the_papers_and_lists_them_as_evidence(build, s2, mon
         )  # fmt: skip
         (row,) = judge.judge(make_pairs(1), []).pairwise
         users = [r.body["messages"][-1]["content"] for r in llm.requests]
-    assert any("Related prior work for Idea A:\n- Earlier work 0 on Title 0 (2015)" in u for u in users)  # forward order
-    assert any("Related prior work for Idea A:\n- Earlier work 0 on Title 1 (2015)" in u for u in users)  # reverse order
+    # each idea's papers quoted as data: a notice line, the QUOTED marker, then the papers
+    quoted = r"Related prior work for Idea A:\nQuoted material follows: related papers[^\n]*\n<<<QUOTED \w+>>>\n- Earlier work 0 on Title {} \(2015\)"
+    assert any(re.search(quoted.format(0), u) for u in users)  # forward order
+    assert any(re.search(quoted.format(1), u) for u in users)  # reverse order
     docs = orjson.loads(row["evidence_docs"])
     assert [(d["slot"], d["rank"], d["source"]) for d in docs] == [("idea_0", 0, "semantic-scholar"), ("idea_0", 1, "semantic-scholar"),
                                                                    ("idea_1", 0, "semantic-scholar"), ("idea_1", 1, "semantic-scholar")]  # fmt: skip

@@ -142,7 +142,7 @@ def test_the_title_is_part_of_the_score_key_only_when_the_own_title_filter_reads
 
 def test_retrieval_blocks_follow_the_idea_text_not_its_id(tmp_path: Path):
     corpus = write_corpus(tmp_path)
-    retriever = Retriever(SimpleNamespace(corpus=str(corpus), k=1, max_chars=400))
+    retriever = Retriever(SimpleNamespace(corpus=str(corpus), k=1, max_chars=400, max_doc_chars=2000, max_turn_chars=20000))
     close = Idea(SHARED_ID, "Shared idea", CLOSE, sha(CLOSE), "ml")
     robots = Idea(SHARED_ID, "Shared idea", OTHER, sha(OTHER), "ml")
     first = retriever.block(close)

@@ -11,6 +11,7 @@ import pytest
 from judge_items import make_pairs, make_points
 from mock_llm import free_port
 from test_shared_cache import KEY, checkout, verdicts
+from test_shared_cache_claims import race
 
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("s3fs")
@@ -77,3 +78,13 @@ def test_a_damaged_object_is_ignored_and_replaced(s3, mock_llm, tmp_path, caplog
     assert any("ignored the entry of" in r.getMessage() for r in caplog.records)
     fixed = orjson.loads(objects(client)[name])  # the fresh answer was written back over it
     assert fixed["key"] == name.rsplit("/", 1)[1].removesuffix(".json")
+
+
+def test_three_checkouts_on_one_bucket_started_together_pay_each_of_30_calls_once(s3, tmp_path):
+    client, options = s3
+    paid, outs = race(tmp_path, f"s3://{BUCKET}/novelty", options, checkouts=3)
+    assert paid == 30, f"{paid} requests for 30 distinct calls"
+    assert outs[0]["verdicts"] == outs[1]["verdicts"] == outs[2]["verdicts"]
+    assert sum(o["facts"]["claim_waits"] for o in outs) > 0, "the runs overlapped (else this test proves nothing)"
+    stored = objects(client)
+    assert len(stored) == 30 and all(k.startswith("novelty/calls/") for k in stored), "entries kept, every claim released"

@@ -14,7 +14,7 @@ from mock_llm import LoopbackServer, MockLLM, free_port
 
 from novelty_audit.artifacts import canonical_bytes
 from novelty_audit.config import CallSettings
-from novelty_audit.errors import ConfigError
+from novelty_audit.errors import ConfigError, StorageError
 from novelty_audit.llm import CallCache, Endpoint, LLMClient, Request, Sampling, Tool, call_key, tool_result
 
 HELLO = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hello."}]
@@ -85,17 +85,29 @@ def test_a_call_stays_claimed_until_its_answer_is_on_disk(tmp_path, monkeypatch)
 
 
 def test_an_answer_the_cache_cannot_keep_is_still_returned_and_asked_again_next_run(tmp_path, monkeypatch, capfd):
-    def full_disk(self: CallCache, key: str, value: dict[str, Any]) -> None:
-        raise OSError(28, "No space left on device")
+    def failing_disk(self: CallCache, key: str, value: dict[str, Any]) -> None:
+        raise OSError(5, "Input/output error")
 
     with MockLLM(answer=lambda body, nth: "hello") as mock:
         with monkeypatch.context() as m:
-            m.setattr(CallCache, "put", full_disk)
+            m.setattr(CallCache, "put", failing_disk)
             [reply] = client(mock.base_url, tmp_path).ask([Request(messages=HELLO)])
         assert reply.ok and reply.text == "hello" and not reply.cached
         assert "1 answers could not be kept in the call cache (OSError (1))" in capfd.readouterr().err
         [again] = client(mock.base_url, tmp_path).ask([Request(messages=HELLO)])
         assert mock.count == 2 and not again.cached and again.text == "hello"
+
+
+def test_a_full_disk_stops_sending_and_the_ask_raises_one_error_naming_the_path(tmp_path, monkeypatch):
+    def full_disk(self: CallCache, key: str, value: dict[str, Any]) -> None:
+        raise OSError(28, "No space left on device", str(self.path(key)))
+
+    requests = [Request(messages=[{"role": "user", "content": f"hello {i}"}]) for i in range(40)]
+    with MockLLM(latency=0.05) as mock, monkeypatch.context() as m:
+        m.setattr(CallCache, "put", full_disk)
+        with pytest.raises(StorageError, match=f"no space left on the device writing {tmp_path}"):
+            client(mock.base_url, tmp_path, concurrency=2).ask(requests)
+        assert mock.count < 10, f"{mock.count} requests: an answer that cannot be kept is not paid for again and again"
 
 
 def test_a_user_error_stops_the_ask_instead_of_failing_each_call(tmp_path, monkeypatch):

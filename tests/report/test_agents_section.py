@@ -61,3 +61,26 @@ def test_no_agent_section_when_no_judge_searched(tmp_path):
     assert "agents-human-only" not in page.row_classes
     assert "Search agents: grounding" not in rep.markdown
     assert "arXiv search agent (no query cap)" in rep.markdown, "the published table still lists the study's rows"
+
+
+def test_comparators_are_labelled_rebuilt_or_faithful_beside_the_published_figures(tmp_path):
+    import polars as pl
+
+    dirs = write_upstream(tmp_path / "artifacts")
+    doc = orjson.loads((dirs["metrics"] / "metrics.json").read_bytes())
+    doc["human-only"].update({"sci": AGENT, "sci-faithful": AGENT, "inc": AGENT})
+    write_json(dirs["metrics"] / "metrics.json", doc)
+    judges = pl.read_parquet(dirs["judge"] / "judges.parquet")
+    extra = pl.DataFrame({"judge": ["sci", "sci-faithful", "inc"], "backend": ["ai-scientist", "ai-scientist", "idea-novelty-checker"],
+                          "config_digest": ["a", "b", "c"],
+                          "config": ["{}", orjson.dumps({"mode": "faithful", "original": {"commit": "abcdef0123" + "0" * 30}}).decode(), "{}"]},
+                         schema=judges.schema)  # fmt: skip
+    pl.concat([judges, extra]).write_parquet(dirs["judge"] / "judges.parquet")
+    rep = build_report(load_sources(dirs["metrics"], dirs["judge"], dirs["pin"], published=PUBLISHED + STUDY), ReportParams())
+    page = _Page()
+    page.feed(rep.html)
+    names = [r["judge"] for r in _body(page, "agents-human-only")]
+    assert "sci (rebuilt after AI-Scientist's novelty check)" in names
+    assert "inc (rebuilt after the Idea Novelty Checker)" in names
+    assert "sci-faithful (faithful to AI-Scientist's novelty check @abcdef0)" in names
+    assert not any(n in ("sci", "inc", "sci-faithful") for n in names), "a comparator row without its label"

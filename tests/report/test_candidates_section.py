@@ -5,6 +5,7 @@ UPDATE_SCREENSHOTS=1 the browser test writes docs/img/your-ideas.png."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import polars as pl
@@ -15,7 +16,7 @@ from report_world import write_upstream
 from novelty_audit.artifacts import write_json
 from novelty_audit.config import ReportParams
 from novelty_audit.metrics import candidate_metrics
-from novelty_audit.report import build_report, load_sources, write_report
+from novelty_audit.report import _charts, build_report, load_sources, write_report
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "your-ideas.png"
 WINS = {"distance-yin-minilm": 14, "distance-knn-minilm": 12, "distance-knn-tfidf": 13, "distance-rnd-minilm": 7, "always-first": 0}
@@ -53,6 +54,19 @@ def test_the_section_states_the_band_over_configurations_with_ties_and_items(bui
             "against bottom human ideas (D-) 33–57%; 30 items.") in md
     assert (built / "plots" / "candidates_my-system.svg").read_bytes().startswith(b"<svg")
     assert "| always-first (control) | 0.0% [0.0, 11.4] |" in md  # controls listed after, outside the band
+
+
+def _legend(svg: str) -> set[str]:
+    legend = re.findall(r'<g class="mark-text role-legend-label".*?</g>', svg, re.S)
+    return set(re.findall(r">([a-z]+)</text>", " ".join(legend)))
+
+
+def test_the_charts_legend_lists_only_the_kinds_it_draws(built: Path) -> None:
+    # Judges and a control are drawn; a published figure never is (published win rates do not exist).
+    assert _legend((built / "plots" / "candidates_my-system.svg").read_text()) == {"measured", "control"}
+    only_judges = [{"label": j, "kind": "measured", "candidate_win_rate": 0.4, "ci_low": 0.3, "ci_high": 0.5, "tie_rate": 0.1}
+                   for j in ("a", "b")]
+    assert _legend(_charts.to_svg(_charts.candidate_chart(only_judges, (0.4, 0.4)))) <= {"measured"}
 
 
 def test_candidate_datasets_are_not_accuracy_datasets(built: Path) -> None:

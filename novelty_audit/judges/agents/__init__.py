@@ -13,7 +13,8 @@ from ._base import (
     Citation,
     Tally,
     ground_citation,
+    show_fetched,
     tokens_of,
 )
 
-__all__ = ["AgentArgs", "AgentJudge", "AgentRun", "Citation", "Tally", "ground_citation", "tokens_of"]
+__all__ = ["AgentArgs", "AgentJudge", "AgentRun", "Citation", "Tally", "ground_citation", "show_fetched", "tokens_of"]

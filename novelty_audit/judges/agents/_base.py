@@ -36,12 +36,13 @@ from ...llm import (
     check_anthropic_sampling,
     run_coro,
 )
-from ...search import Search, SearchArgs, SearchResult, make_search, same_title
+from ...search import Paper, Search, SearchArgs, SearchResult, make_search, same_title
 from .._base import Idea, JudgeContext, JudgeOutput, PairItem, PointItem, pairwise_row
+from .._guard import QUOTE_VERSION, bound, quote
 from .._llm import ModelArgs
 from .._protocol import Call, CallResult, VoteJudge
 
-__all__ = ["AgentArgs", "AgentJudge", "AgentRun", "Citation", "Tally", "ground_citation", "tokens_of"]
+__all__ = ["AgentArgs", "AgentJudge", "AgentRun", "Citation", "Tally", "ground_citation", "show_fetched", "tokens_of"]
 
 AgentOutcome = Literal["valid", "invalid", "undecided", "refusal", "truncated", "error"]
 
@@ -59,6 +60,12 @@ class AgentArgs(ModelArgs):
     """Decisions per item (per order for pairwise): each an independent agent run with its own replicate index."""
     search: SearchArgs
     """Where the agent searches (`{source: semantic-scholar | arxiv, cutoff: YYYY-MM-DD, ...}`)."""
+    max_doc_chars: int = Field(2000, ge=100)
+    """Characters of one fetched paper a prompt shows (its whole block: title, authors, venue, abstract),
+    counted in characters, never words. The rest is cut and counted in `evidence_truncated_chars`."""
+    max_turn_chars: int = Field(40000, ge=1000)
+    """Characters of fetched text one turn adds to a prompt in total (all its papers together, before the
+    quoting notice and markers): a 10 MB search answer puts at most this into a turn. Cuts are counted."""
 
     @model_validator(mode="after")
     def _provider_honours_sampling(self) -> AgentArgs:
@@ -90,6 +97,8 @@ class AgentRun:
     tokens: int = 0
     call_digests: list[str] = field(default_factory=list)
     provider_model: str | None = None
+    truncated_chars: int = 0
+    """Characters of fetched text the prompt bounds (`max_doc_chars`, `max_turn_chars`) cut from this decision's turns."""
     error_reason: str | None = None
     """For `error`: a short stable reason (the call layer's, or `search: HTTP 429` for a failed search)."""
     detail: str | None = None
@@ -119,6 +128,7 @@ class Tally:
     cost_usd: float | None = 0.0
     call_digests: list[str] = field(default_factory=list)
     models: set[str] = field(default_factory=set)
+    truncated_chars: int = 0
 
     def add(self, reply: Reply) -> None:
         """Count one answered turn (a failed turn is not added: it cost nothing and is asked again next run)."""
@@ -136,12 +146,30 @@ class Tally:
             outcome=outcome, choice=choice, rounds=self.rounds, searches=list(self.searches), citation=citation,
             cost_usd=self.cost_usd, tokens=self.tokens, call_digests=list(self.call_digests),
             provider_model=",".join(sorted(self.models)) or None, error_reason=error_reason, detail=detail,
+            truncated_chars=self.truncated_chars,
         )  # fmt: skip
 
     def failed(self, reply: Reply) -> AgentRun:
         """The decision ended by a turn the call layer could not get answered: an `error` with the layer's reason."""
         assert reply.failure is not None
         return self.end("error", error_reason=reply.failure.reason, detail=reply.failure.detail)
+
+
+def show_fetched(blocks: Sequence[str], what: str, *, max_doc_chars: int, max_turn_chars: int, empty: str,
+                 sep: str = "\n\n") -> tuple[str, int]:
+    """(prompt text, characters cut) for fetched blocks (papers, passages) shown in one turn: each block cut to
+    `max_doc_chars`, their join to `max_turn_chars`, then quoted as data (`judges._guard.quote`). No blocks:
+    `empty`, unquoted (the harness's own words)."""
+    if not blocks:
+        return empty, 0
+    cut = 0
+    shown = []
+    for b in blocks:
+        one = bound(b, max_doc_chars)
+        shown.append(one.text)
+        cut += one.cut
+    turn = bound(sep.join(shown), max_turn_chars)
+    return quote(turn.text, what), cut + turn.cut
 
 
 def ground_citation(citation: Mapping[str, Any] | Citation | None, searches: Sequence[SearchResult]) -> dict[str, Any] | None:
@@ -197,6 +225,22 @@ class AgentJudge(VoteJudge):
     async def run_one(self, call: Call) -> AgentRun:
         """One decision: the agent's turns and searches for `call`, ending in one outcome."""
 
+    def show(self, tally: Tally, blocks: Sequence[str], what: str, *, empty: str, max_turn_chars: int | None = None) -> str:
+        """Fetched blocks as one turn shows them (`show_fetched` with the judge's bounds); cuts count in `tally`."""
+        a = self.args
+        text, cut = show_fetched(blocks, what, max_doc_chars=a.max_doc_chars, max_turn_chars=max_turn_chars or a.max_turn_chars, empty=empty)
+        tally.truncated_chars += cut
+        return text
+
+    def planted(self, shown: Sequence[Idea]) -> tuple[Paper, ...]:
+        """The papers the injection probe planted for the shown ideas (probe datasets only; else none), as
+        this judge's search source returns papers: each search puts them first."""
+        return tuple(
+            Paper(doc_id=d.doc_id, title=d.title, authors=(), venue=None, year=None, date=None, citations=None,
+                  abstract=d.abstract, url=None, source=self.args.search.source)
+            for idea in shown for d in idea.planted
+        )  # fmt: skip
+
     async def ask_turn(self, tally: Tally, request: Request) -> Reply:
         """Ask one turn of a decision through the call layer (cached, budgeted); an answered turn counts in `tally`."""
         (reply,) = await self.llm.ask_async([request])
@@ -220,6 +264,9 @@ class AgentJudge(VoteJudge):
             "votes": a.votes,
             "orders": self.orders,
             "search": self.search.config(),
+            "max_doc_chars": a.max_doc_chars,
+            "max_turn_chars": a.max_turn_chars,
+            "quoting": QUOTE_VERSION,
             **self.knobs(),
         }
 
@@ -302,6 +349,7 @@ class AgentJudge(VoteJudge):
             rounds=run.rounds,
             queries=len(run.searches),
             tokens=run.tokens,
+            truncated_chars=run.truncated_chars,
             citation=citation,
             run=run,
         )

@@ -1,4 +1,5 @@
-"""`idea-novelty-checker`: Scideator's Idea Novelty Checker (as Ai2 ran it) on the project's call and search layers.
+"""`idea-novelty-checker`: a comparator REBUILT after Scideator's Idea Novelty Checker (as Ai2 ran it), on the
+project's call and search layers: its own prompts, MiniLM for Specter2, paper search for the snippet search.
 
 One decision (one vote of one idea):
 1. the model proposes keyword phrases and paper titles for the idea (`agent-checker-keywords-v1`);
@@ -35,8 +36,9 @@ from ...llm import Reply, Request
 from ...search import S2SearchArgs, SearchArgs
 from ...templates import TemplateSource, packaged
 from .._base import Idea, Judge, JudgeContext, parse_args
+from .._guard import bound, own_lines, own_text
 from .._protocol import Call, CallResult
-from ._base import AgentArgs, AgentJudge, AgentRun, Tally
+from ._base import AgentArgs, AgentJudge, AgentRun, Tally, show_fetched
 
 __all__ = [
     "Candidate",
@@ -193,7 +195,8 @@ class ClassAnswer:
     note: str | None = None
 
 
-_CLASS_LINE = re.compile(r"^[\s>*#_\-]*class[\s*_]*:(.*)$", re.IGNORECASE | re.MULTILINE)
+_CLASS_LINE = re.compile(r"^[\s*#_\-]*class[\s*_]*:(.*)$", re.IGNORECASE)
+_REVIEW_LINE = re.compile(r"^[\s*#_\-]*review[\s*_]*:", re.IGNORECASE)
 _REVIEW = re.compile(r"^[\s>*#_\-]*review[\s*_]*:(.*)", re.IGNORECASE | re.MULTILINE | re.DOTALL)
 
 
@@ -206,17 +209,25 @@ def _class_value(raw: str) -> str | None:
 def parse_class(text: str | None) -> ClassAnswer:
     """Read "Class: novel | not novel" and "Review: ..." from the judge's answer.
 
-    Every `Class:` line is read (markdown marks, brackets and case ignored); its value must be exactly
-    "novel" or "not novel" — an echoed form such as "Class: <novel or not novel>" is no class. None, or two
-    lines that disagree, is `invalid`, never a vote. The review is the text after the last `Review:`."""
+    The class is read where the answer form puts it: the model's own `Class:` lines before its first `Review:`
+    line (`judges._guard.own_lines`: quoted papers it echoed, `>` quotes and code fences are not its answer;
+    the review's text, which may quote a paper, decides nothing). Markdown marks, brackets and case are
+    ignored; the value must be exactly "novel" or "not novel" — an echoed form such as "Class: <novel or not
+    novel>" is no class. None, or two lines that disagree, is `invalid`, never a vote. The review is the text
+    after the last `Review:`."""
     if not text or not text.strip():
         return ClassAnswer("invalid", None, None, "empty answer")
-    lines = _CLASS_LINE.findall(text)
+    head: list[str] = []
+    for line in own_lines(text):
+        if _REVIEW_LINE.match(line):
+            break
+        head.append(line)
+    lines = [m.group(1) for m in (_CLASS_LINE.match(x) for x in head) if m]
     values = {c for c in (_class_value(x) for x in lines) if c is not None}
     reviews = _REVIEW.findall(text)
     review = reviews[-1].strip() if reviews else None
     if not values:
-        note = "no 'Class: novel' or 'Class: not novel' line" if not lines else f"class {lines[-1].strip()!r} is neither novel nor not novel"
+        note = "no 'Class: novel' or 'Class: not novel' line before the review" if not lines else f"class {lines[-1].strip()!r} is neither novel nor not novel"
         return ClassAnswer("invalid", None, review, note)
     if len(values) > 1:
         return ClassAnswer("invalid", None, review, "the answer gives both classes")
@@ -259,10 +270,11 @@ class Candidate:
     similarity: float | None = None
 
 
-def candidate_text(paper: Any) -> str:
-    """What is embedded for a paper: its title and abstract (the original embedded title [SEP] abstract)."""
+def candidate_text(paper: Any, max_chars: int = 2000) -> str:
+    """What is embedded for a paper: its title and abstract (the original embedded title [SEP] abstract), cut
+    at `max_chars` characters (the embedder reads 256 tokens; a 10 MB abstract is never tokenized whole)."""
     title, abstract = (paper.title or "").strip(), (paper.abstract or "").strip()
-    return f"{title}. {abstract}" if abstract else title
+    return bound(f"{title}. {abstract}" if abstract else title, max_chars).text
 
 
 def passage(paper: Any, words: int = PASSAGE_WORDS) -> str:
@@ -323,6 +335,16 @@ class Check:
     """Every LLM turn's `Reply`, in order: keywords, facets, rerank windows, judge."""
     error_reason: str | None = None
     notes: list[str] = field(default_factory=list)
+    truncated_chars: int = 0
+    """Characters of fetched text the bounds (`max_doc_chars`, `max_turn_chars`) cut from this decision's turns."""
+
+    def papers(self, shown: Sequence[Candidate], settings: CheckSettings, *, empty: str) -> str:
+        """Numbered passages as a turn shows them: bounded per paper and per turn, quoted as data; cuts counted."""
+        blocks = [f"[{i + 1}] {passage(c.paper)}" for i, c in enumerate(shown)]
+        text, cut = show_fetched(blocks, "related papers", max_doc_chars=settings.max_doc_chars,
+                                 max_turn_chars=settings.max_turn_chars, empty=empty)  # fmt: skip
+        self.truncated_chars += cut
+        return text
 
     @property
     def detail(self) -> str | None:
@@ -355,6 +377,8 @@ class CheckSettings:
     window: int = 20
     step: int = 10
     snippet_chars: int = 300
+    max_doc_chars: int = 2000
+    max_turn_chars: int = 40000
 
 
 async def _turn(check: Check, ask: Ask, step: str, messages: list[dict[str, str]]) -> Any:
@@ -397,10 +421,10 @@ async def _rerank(check: Check, ask: Ask, prompts: CheckerPrompts, idea_text: st
     order = list(ranked)
     for start, end in window_plan(len(order), settings.window, settings.step):
         part = order[start:end]
-        passages = "\n\n".join(f"[{i + 1}] {passage(c.paper)}" for i, c in enumerate(part))
+        passages = check.papers(part, settings, empty="(no papers)")
         messages = prompts.rerank.messages(idea=idea_text, n=str(len(part)), passages=passages, **facets)
         reply = await _turn(check, ask, f"rerank {start + 1}-{end}", messages)
-        order[start:end] = [part[i] for i in parse_ranking(reply.text, len(part))]
+        order[start:end] = [part[i] for i in parse_ranking(own_text(reply.text), len(part))]
     return order
 
 
@@ -441,16 +465,15 @@ async def run_check(idea_text: str, *, settings: CheckSettings, prompts: Checker
             raise CheckStop("error", f"search: {failed.failure}")
         found = _candidates(check.searches)
         if found:
-            vecs = await embed([idea_text] + [candidate_text(c.paper) for c in found])
+            vecs = await embed([idea_text] + [candidate_text(c.paper, settings.max_doc_chars) for c in found])
             order = rank_by_similarity(vecs[0], vecs[1:], [c.paper.doc_id for c in found])
             check.ranked = [dataclasses.replace(found[i], similarity=s) for i, s in order]
         else:
             check.notes.append("the searches found no paper")
         reranked = await _rerank(check, ask, prompts, idea_text, check.ranked[: settings.candidates], settings)
         check.shown = reranked[: settings.k]
-        papers = "\n\n".join(f"[{i + 1}] {passage(c.paper)}" for i, c in enumerate(check.shown))
-        messages = prompts.judge.messages(examples=prompts.examples.text.strip(), idea=idea_text,
-                                          papers=papers or "(the search found no related papers)")
+        papers = check.papers(check.shown, settings, empty="(the search found no related papers)")
+        messages = prompts.judge.messages(examples=prompts.examples.text.strip(), idea=idea_text, papers=papers)
         _read_judge(check, await _turn(check, ask, "judge", messages))
     except CheckStop as stop:
         check.outcome, check.error_reason = stop.outcome, stop.reason  # type: ignore[assignment]
@@ -530,7 +553,8 @@ class IdeaNoveltyChecker(AgentJudge):
         tests inject a small deterministic one."""
         self._encoding = threading.Lock()  # one model, many decisions in flight: encode one batch at a time
         self.settings = CheckSettings(k=args.k, candidates=args.candidates, rerank=args.rerank, window=args.window,
-                                      step=args.step, snippet_chars=args.snippet_chars)  # fmt: skip
+                                      step=args.step, snippet_chars=args.snippet_chars, max_doc_chars=args.max_doc_chars,
+                                      max_turn_chars=args.max_turn_chars)  # fmt: skip
 
     def knobs(self) -> dict[str, Any]:
         return {
@@ -539,6 +563,7 @@ class IdeaNoveltyChecker(AgentJudge):
             "examples": self.args.examples,
             "prompt_digests": self.prompts.digests(),
             "embedder": self.embedder.model_id,
+            "parser": "own-class-line-v2",  # v2: the model's own Class line before its review (v1: any Class line)
         }
 
     def code_modules(self) -> tuple[str, ...]:
@@ -557,14 +582,17 @@ class IdeaNoveltyChecker(AgentJudge):
                               label=f"{step} {call.item_id}")  # fmt: skip
             return await self.ask_turn(tally, request)
 
+        plant = self.planted(call.shown)
+
         async def find(query: str) -> Any:
-            return await self.search.search_async(query, exclude_title=idea.title)
+            return await self.search.search_async(query, exclude_title=idea.title, plant=plant)
 
         async def embed(texts: list[str]) -> np.ndarray:
             return await asyncio.to_thread(self._encode, texts)
 
         check = await run_check(idea.text, settings=self.settings, prompts=self.prompts, ask=ask, search=find, embed=embed)
         tally.searches = [s for s in check.searches if s.ok]  # a failed search ends the decision: no evidence
+        tally.truncated_chars = check.truncated_chars
         run = tally.end(check.outcome, choice=check.choice, citation=check.citation, error_reason=check.error_reason,
                         detail=check.detail)  # fmt: skip
         return CheckerRun(**{f.name: getattr(run, f.name) for f in dataclasses.fields(AgentRun)},
@@ -591,6 +619,6 @@ class IdeaNoveltyChecker(AgentJudge):
 
 
 def idea_novelty_checker(ctx: JudgeContext, **args: Any) -> Judge:
-    """Scideator's Idea Novelty Checker as Ai2 ran it (pointwise): S2 keyword/title/snippet search, MiniLM
+    """Rebuilt after Scideator's Idea Novelty Checker as Ai2 ran it (pointwise): S2 keyword/title/snippet search, MiniLM
     similarity ranking, RankGPT rerank (`rerank`), top `k` judged with example reviews (`prompt`, `examples`)."""
     return IdeaNoveltyChecker(ctx, parse_args(CheckerArgs, args, ctx))

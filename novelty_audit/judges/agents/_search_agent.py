@@ -37,7 +37,7 @@ from ...llm import (
     check_anthropic_sampling,
     tool_result,
 )
-from ...search import ArxivSearchArgs, SearchArgs
+from ...search import NO_PAPERS, ArxivSearchArgs, SearchArgs
 from ...templates import packaged
 from .._base import Idea
 from .._prompts import PromptTemplate, parse_verdict
@@ -264,14 +264,15 @@ class SearchAgentJudge(AgentJudge):
                 outcome, choice, note = classify(call.task, reply)
                 return run.end(outcome, choice=choice, detail=note, citation=parse_citation(reply.text))
             messages.append(reply.turn())
+            share = max(1, a.max_turn_chars // len(reply.tool_calls))  # the turn's bound, split over its tool results
             for tool_call in reply.tool_calls:
-                answer, failure = await self._tool(tool_call, run, titles)
+                answer, failure = await self._tool(tool_call, run, titles, share, self.planted(call.shown))
                 if failure is not None:
                     return run.end("error", error_reason=f"search: {failure}", detail=f"search {read_query(tool_call)!r} failed: {failure}")
                 messages.append(tool_result(tool_call.id, answer))
         return run.end("undecided", detail=f"no answer after max_rounds={a.max_rounds} turns")
 
-    async def _tool(self, call: ToolCall, run: Tally, titles: tuple[str, ...]) -> tuple[str, str | None]:
+    async def _tool(self, call: ToolCall, run: Tally, titles: tuple[str, ...], max_chars: int, plant: tuple[Any, ...] = ()) -> tuple[str, str | None]:
         """(the tool's answer, a search failure or None) for one tool call."""
         if call.name != self.tool.name:
             return UNKNOWN_TOOL.format(name=call.name), None
@@ -280,11 +281,12 @@ class SearchAgentJudge(AgentJudge):
             return BAD_ARGUMENTS, None
         if self.args.max_queries is not None and len(run.searches) >= self.args.max_queries:
             return NO_MORE_SEARCHES.format(n=self.args.max_queries), None
-        result = await self.search.search_async(query, exclude_title=titles)  # a pair: both ideas' own papers
+        result = await self.search.search_async(query, exclude_title=titles, plant=plant)  # a pair: both ideas' own papers
         if not result.ok:
             return "", result.failure
         run.searches.append(result)
-        return result.text(self.args.max_chars), None
+        blocks = [f"{i}: {p.block(self.args.max_chars)}" for i, p in enumerate(result.papers)]
+        return self.show(run, blocks, "search results", empty=NO_PAPERS, max_turn_chars=max_chars), None
 
 
 def search_agent(ctx: Any, **args: Any) -> SearchAgentJudge:

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 from mock_arxiv import entry
+from mock_s2 import paper
 from mock_llm import MockLLM, tool_results
 
 from novelty_audit.errors import ConfigError
@@ -177,7 +178,9 @@ def test_pointwise_decisions_search_arxiv_cite_the_prior_paper_and_rerun_from_th
     assert {(d["query"], d["doc_id"], d["rank"]) for d in docs} >= {("message passing molecules", "arxiv:1704.01212", 0)}
     assert {d["query"] for d in docs} == {"message passing molecules", "graph networks chemistry"}
     # the model was shown the papers, and every turn carried the tool and the conversation so far
-    assert any(t.startswith("0: Neural Message Passing for Quantum Chemistry.") for t in tool_texts(llm))
+    # ... quoted as data: a notice line, then the blocks between QUOTED markers
+    assert any(t.startswith("Quoted material follows: search results") and "\n0: Neural Message Passing for Quantum Chemistry." in t
+               for t in tool_texts(llm))
     assert all(r.body["tools"][0]["function"]["name"] == "search" for r in llm.requests)
 
 
@@ -274,3 +277,17 @@ def test_the_agent_speaks_anthropic_messages_tool_use_too(agent, llm, ax):
     second = llm.requests[1].body
     assert (row["predicted"], row["n_queries"], orjson.loads(row["citations"])[0]["retrieved"]) == ("NEGATIVE", 1, True)
     assert second["messages"][1]["content"][-1]["type"] == "tool_use" and second["messages"][2]["content"][0]["type"] == "tool_result"
+
+
+def test_a_10_mb_search_answer_puts_at_most_the_bound_into_any_prompt(build, llm, s2, search_for):
+    huge = "z" * 10_000_000  # one "word"
+    s2.script("message passing", [paper("big", huge, 2019, abstract=huge)])
+    llm.answer = scripted({IDEA.text: [["message passing molecules", "message passing again"], 'Known.\n{"answer": "no"}']})
+    judge = build("search-agent", "agent", tasks=("pointwise",), model="mock", base_url=llm.base_url, api_key_env="MOCK_API_KEY",
+                  search=search_for(s2), max_doc_chars=2000, max_turn_chars=4000)  # fmt: skip
+    [row] = run(judge, points=points(IDEA)).pointwise
+    assert row["predicted"] == "NEGATIVE" and row["n_queries"] == 2
+    # two tool results in one turn share the turn's bound; the prompt's own text is well under 4000 characters
+    assert sum(len(t) for t in tool_texts(llm)) < 4000 + 2 * 400
+    assert max(len(orjson.dumps(r.body)) for r in llm.requests) < 4000 + 6000
+    assert row["evidence_truncated_chars"] > 2 * (10_000_000 - 2000)
