@@ -1,4 +1,4 @@
-"""Judge fan-out on a local Dask cluster against the thread runner, for the same fresh API calls (issue 14.2).
+"""Judge fan-out on a local Dask cluster against the thread runner, for the same fresh API calls.
 
 The same API judge answers the same synthetic pairs three ways, each run against a fresh store (so no call is
 a cache hit), against the mock OpenAI-compatible server (its own process, on 127.0.0.1, a fixed latency):

@@ -1,4 +1,4 @@
-"""A newcomer's first `dvc repro`: a fresh clone with empty caches, timed per stage (issue 30, goal ≤ 90 s).
+"""A newcomer's first `dvc repro`: a fresh clone with empty caches, timed per stage (goal ≤ 90 s).
 
 Usage: python benchmarks/bench_first_run.py [--source head|worktree] [--no-shipped] [--keep]
 
@@ -112,7 +112,7 @@ def digests(root: Path) -> dict[str, str | None]:
     for name in ("verdicts", "pointwise"):
         p = root / "artifacts" / "judge" / f"{name}.parquet"
         out[f"{name}_digest"] = digest_table(pl.read_parquet(p)) if p.exists() else None
-    m = root / "reports" / "metrics.json"
+    m = root / "artifacts" / "metrics" / "metrics.json"
     out["metrics_sha256"] = digest_file(m) if m.exists() else None
     return out
 

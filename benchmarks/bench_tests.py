@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-GOAL_S = 8 * 60  # the README's test command on an idle 2-core machine (issue 30)
+GOAL_S = 8 * 60  # the README's test command on an idle 2-core machine
 
 
 def readme_pytest_command() -> list[str]:

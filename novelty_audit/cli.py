@@ -32,6 +32,22 @@ def _json(value) -> None:
     sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
 
 
+def _table(table) -> None:
+    """Print a rich table with every cell whole. Piped or redirected there is no width to fit (rich's 80-column
+    default cut judge names and titles with '…'): the table is as wide as its longest cells. In a terminal, a cell
+    too long for its column folds onto the next line instead of being cut."""
+    for column in table.columns:
+        column.overflow = "fold"
+    if out.is_terminal:
+        out.print(table)
+        return
+    from rich.measure import Measurement
+
+    wide = Console(highlight=False, width=1_000_000, file=out.file)
+    natural = Measurement.get(wide, wide.options, table).maximum
+    Console(highlight=False, width=max(natural, 1), file=out.file).print(table)
+
+
 def _emit(report, as_json: bool) -> None:
     """Print a report object as JSON (`as_dict`) or as its lines for people (`lines`)."""
     if as_json:
@@ -221,7 +237,7 @@ def runs(
     t = Table("run id", "time", "git revision", "stages")
     for r in recs:
         t.add_row(r.run_id, r.time, (r.git_revision or "-")[:12], ", ".join(r.stages))
-    out.print(t)
+    _table(t)
 
 
 @app.command()
@@ -262,7 +278,9 @@ def audit(
     report = audit_project(params, from_run, to_run, filters=filters, since=since, at=at)
     if as_json:
         _json(report.result.to_json())
-    elif markdown:
+    elif markdown or not out.is_terminal:
+        # Piped or redirected: the Markdown source, whole (rendered at rich's 80-column default, its tables cut
+        # judge names and idea titles with '…').
         sys.stdout.write(report.markdown)
     else:
         from rich.markdown import Markdown
@@ -293,13 +311,13 @@ def judges(
     t = Table("backend", "description", title="registered backends")
     for name, doc in cat["backends"].items():
         t.add_row(name, doc)
-    out.print(t)
+    _table(t)
     t = Table("judge", "backend", "enabled", "sweep", "datasets", "args", title="configured judges (params.yaml judge.judges and judge.sweeps)")
     for j in cat["judges"]:
         sweep = f"{j['sweep']['sweep']} (base {j['sweep']['base']})" if j["sweep"] else ""
         t.add_row(j["judge"], j["backend"], "yes" if j["enabled"] else "no" + (" (optional)" if j["optional"] else ""), sweep,
                   ", ".join(j["datasets"]), orjson.dumps(j["args"]).decode())
-    out.print(t)
+    _table(t)
 
 
 AllowedOpt = Annotated[

@@ -5,13 +5,13 @@ pairs.parquet, comparisons.parquet, flip_matrix.parquet, prompt_sensitivity.parq
 definitions.json, sweeps.json}, and candidates.json when params.yaml names candidate sets (pools.candidates):
 their win rates per judge, spread and disagreement across sweeps (novelty_audit/metrics/_candidates.py).
 
-`metrics.json` is also published to `params.metrics.report` (reports/metrics.json, declared under
-`metrics:` in dvc.yaml with cache: false) so `dvc metrics show/diff` read it. The path comes from
-params because `run`'s signature is shared by every stage; the copy is byte-identical to the
-manifested artifact and is rewritten on reuse too, so it always matches the current outputs.
-`sweeps.json` (each `judge.sweeps` variant against its base, a dataset variant on the split its split is a variant
-of: `pin.datasets.<split>.variant_of`, in this stage's identity; `{}` without sweeps, so the DVC metrics file always
-exists) is published the same way next to it (reports/sweeps.json).
+The headline of `metrics.json` (a few figures per dataset and judge) is published to `params.metrics.report`
+(reports/metrics/<dataset>/<judge>.json, declared under `metrics:` in dvc.yaml with cache: false) so `dvc metrics
+show/diff` and `dvc exp show` print one short row per judge; every reader of the full table reads the artifact. The
+path comes from params because `run`'s signature is shared by every stage; the files are rewritten on reuse too, so
+they always match the current outputs. `sweeps.json` (each `judge.sweeps` variant against its base, a dataset variant on the split its split is a variant
+of: `pin.datasets.<split>.variant_of`, in this stage's identity; `{}` without sweeps) is published as a byte copy
+beside the folder (reports/sweeps.json).
 """
 
 from __future__ import annotations
@@ -28,11 +28,21 @@ from novelty_audit.artifacts import (
     Store,
     publish_copy,
     execute_stage,
+    read_json,
     write_json,
     write_table,
 )
 from novelty_audit.errors import ManifestMismatchError
-from novelty_audit.metrics import CANDIDATE_DEFINITIONS, PROBE_DEFINITIONS, candidate_metrics, candidate_metrics_json, compute_metrics, probe_metrics, sweeps_json
+from novelty_audit.metrics import (
+    CANDIDATE_DEFINITIONS,
+    PROBE_DEFINITIONS,
+    candidate_metrics,
+    candidate_metrics_json,
+    compute_metrics,
+    probe_metrics,
+    publish_headline,
+    sweeps_json,
+)
 from novelty_audit.novbench import NOVBENCH_OUTPUTS, novbench_inputs, resolve_fluency, score_reviews
 from novelty_audit.config import CONTROL_BACKENDS
 from novelty_audit.params import Params, section_payload
@@ -144,7 +154,7 @@ def run(params: Params, out_dir: Path, *, inputs: dict[str, Path] | None = None,
         compute=compute,
         force=force,
     )
-    publish_copy(Path(out_dir) / "metrics.json", params.metrics.report)
+    publish_headline(read_json(Path(out_dir) / "metrics.json"), params.metrics.report, artifacts_root=Path(out_dir).parent)
     publish_copy(Path(out_dir) / "sweeps.json", Path(params.metrics.report).with_name("sweeps.json"))
     return manifest
 

@@ -111,18 +111,22 @@ def test_verify_checks_published_reports_against_the_outputs_they_copy(pinned):
         assert res.returncode == 0, res.stderr
     ok = cli("verify", cwd=project)
     assert ok.returncode == 0, ok.stderr
-    report = project / "reports/metrics.json"
+    report = project / "reports/metrics/human-only/always-first.json"
     flip(report, at=10)
     res = cli("verify", cwd=project)
-    assert res.returncode == 1 and "reports/metrics.json: sha256" in res.stderr and "(stage metrics)" in res.stderr
+    assert res.returncode == 1 and f"{report.relative_to(project)}: sha256" in res.stderr and "(stage metrics)" in res.stderr
     assert cli("stage", "metrics", cwd=project).returncode == 0  # the stage republishes its copy on reuse
     assert cli("verify", cwd=project).returncode == 0
+    sweeps = project / "reports/sweeps.json"  # a byte copy of an output
     (project / "artifacts/.published/metrics.json").unlink()  # a fresh clone: no publish records
-    assert cli("verify", cwd=project).returncode == 0, "an exact copy of a recorded output is vouched for by its manifest"
-    report.write_text("{}")
+    assert cli("stage", "metrics", cwd=project).returncode == 0
+    (project / "artifacts/.published/metrics.json").unlink()
+    res = cli("verify", cwd=project)
+    assert "reports/sweeps.json" not in res.stderr, "an exact copy of a recorded output is vouched for by its manifest"
+    sweeps.write_text('{"x": 1}')
     res = cli("verify", cwd=project)
     assert res.returncode == 1
-    assert "reports/metrics.json: declared output recorded by no stage and equal to no recorded output" in res.stderr
+    assert "reports/sweeps.json: declared output recorded by no stage and equal to no recorded output" in res.stderr
 
 
 def test_a_pin_mismatch_is_one_message_without_traceback(project):

@@ -64,15 +64,35 @@ def test_the_last_stage_recorded_the_run_in_the_ledger(repro):
     assert set(runs[0]["stages"]) == set(yaml.safe_load((root / "dvc.yaml").read_text())["stages"])
 
 
-def test_dvc_metrics_show_reads_the_published_metrics_json(repro):
-    """reports/metrics.json is declared for `dvc metrics`, and its by-reason dicts are numbers DVC can flatten
-    (moved here from tests/stages/test_metrics_stage.py, which reproduced pin → metrics once more for it)."""
+def test_dvc_metrics_show_reads_one_short_headline_row_per_dataset_and_judge(repro):
+    """reports/metrics/ is declared for `dvc metrics`: one file per (dataset, judge), so `dvc metrics show` prints
+    one row each and every line fits a terminal; `dvc metrics diff` against a changed run too."""
     root, _, _ = repro
     shown = _sh("dvc", "metrics", "show", "--json", cwd=root)
     assert shown.returncode == 0, shown.stderr
-    data = json.loads(shown.stdout)[""]["data"]["reports/metrics.json"]["data"]
-    assert data["human-only"]["always-first"]["tie_rate"] == 1.0
-    assert data["human-only"]["always-first"]["n_error"] == 0
+    data = json.loads(shown.stdout)[""]["data"]
+    first = data["reports/metrics/human-only/always-first.json"]["data"]
+    assert first["tie_rate"] == 1.0 and first["first_position_rate"] == 1.0 and first["n"] > 0
+    assert "reports/metrics/human-only:injection/always-first.json" in data  # the probe's attack success rate
+    table = _sh("dvc", "metrics", "show", cwd=root)
+    assert table.returncode == 0 and "distance-yin-minilm" in table.stdout
+    assert max(len(line) for line in table.stdout.splitlines()) <= 200, table.stdout
+
+
+def test_dvc_metrics_diff_lines_fit_a_terminal(repro, tmp_path: Path):
+    root, _, _ = repro
+    _sh("git", "add", "-A", cwd=root)
+    _sh("git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "first run", cwd=root)
+    row = root / "reports/metrics/human-only/distance-yin-minilm.json"
+    saved = row.read_bytes()
+    try:
+        row.write_text(json.dumps({**json.loads(saved), "strict_accuracy": 0.1234}))  # as a changed run would
+        diff = _sh("dvc", "metrics", "diff", cwd=root)
+        assert diff.returncode == 0, diff.stderr
+        assert "strict_accuracy" in diff.stdout and "0.1234" in diff.stdout
+        assert max(len(line) for line in diff.stdout.splitlines()) <= 200, diff.stdout
+    finally:
+        row.write_bytes(saved)
 
 
 def test_dvc_deps_cover_every_module_in_each_stage_code_digest():
@@ -88,7 +108,7 @@ def test_dvc_deps_cover_every_module_in_each_stage_code_digest():
 
 def test_every_identity_input_of_every_stage_is_a_dvc_dep_of_that_stage(repro):
     """The default params (every judge and section as shipped, sizes cut), every stage: what a stage hashed into its
-    identity, DVC watches (issue 9.6)."""
+    identity, DVC watches."""
     root, _, _ = repro
     declared = declared_stages(root / "dvc.yaml")
     for name, spec in declared.items():

@@ -1,7 +1,7 @@
 """Files a stage publishes outside its own directory (reports/…), each recorded with its sha256.
 
-A stage directory is described by its manifest; a published copy (reports/metrics.json is a byte copy
-of artifacts/metrics/metrics.json) or a file written next to the report (the latest audit, which reads
+A stage directory is described by its manifest; a published copy (reports/sweeps.json is a byte copy
+of artifacts/metrics/sweeps.json) or a file written next to the report (the latest audit, which reads
 the runs ledger and so is not part of any identity) is not. Each is recorded in
 `<artifacts root>/.published/<stage>.json` as {path: {sha256, source}}, where `source` names the
 stage output it copies (or is null). `novelty-audit verify` checks every record: the file against its

@@ -33,8 +33,10 @@ class MetricsParams(Frozen):
     """Extra (or, with compare: listed, the only) judge pairs to compare, as [judge_a, judge_b]."""
     prompt_sensitivity: bool = True
     """Group judges that share backend and model but differ in prompt and summarise the spread between prompts."""
-    report: str = "reports/metrics.json"
-    """Where the stage publishes a copy of artifacts/metrics/metrics.json for `dvc metrics` (declared in dvc.yaml)."""
+    report: str = "reports/metrics"
+    """The folder of headline figures for `dvc metrics` (declared in dvc.yaml): one short file per (dataset, judge)
+    (novelty_audit/metrics/_headline.py); the full table is artifacts/metrics/metrics.json. sweeps.json is published
+    beside the folder (reports/sweeps.json)."""
     novbench_clarity_lm: str | None = None
     """NovBench clarity_fs: the causal LM giving perplexities (`gemma3-270m` = the packaged GGUF model, or a .gguf
     path; needs the gguf extra). null (default: ~3 s per item on 2 busy cores): clarity_fs and clarity are null,

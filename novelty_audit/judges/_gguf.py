@@ -39,6 +39,7 @@ from ..artifacts import digest_file
 from ..errors import BadInputError, require
 from ..config import Frozen
 from ..llm import CallCache, call_key
+from ..progress import Progress
 from ._base import NEGATIVE, POSITIVE, TIE, Judge, JudgeContext
 from ._guard import Guard
 from ._prompts import load_prompt, template_knobs
@@ -297,7 +298,16 @@ class GgufJudge(VoteJudge):
     def run_calls(self, calls: Sequence[Call]) -> list[CallResult]:
         for k in ("first_slot_prob", "label_mass"):
             self._stats[k] = []
-        return [self.answer(c) for c in calls]
+        # ~1 s per prompt on 2 CPU cores: minutes for a benchmark split, so say how far it is.
+        bar = Progress(f"judge {self.name}", len(calls), self.ctx.progress, unit="prompts", verb="scored")
+        out = []
+        try:
+            for c in calls:
+                out.append(self.answer(c))
+                bar.advance()
+        finally:
+            bar.close()
+        return out
 
 
 def gguf_logprob(ctx: JudgeContext, **args: Any) -> Judge:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import sys
 import unicodedata
 from collections.abc import Sequence
@@ -95,6 +96,11 @@ class ImportArgs(Frozen):
     on_missing: Literal["error", "none"] | None = None
     """A pinned pair with no row: error, or not covered (verdict `none`, zero calls; metrics leave it out of
     accuracy_on_covered). Default: error for pair_id files (a whole run's export), none otherwise (samples)."""
+
+
+def _row_list(rows: Sequence[int], shown: int = 8) -> str:
+    head = ", ".join(str(r) for r in rows[:shown])
+    return head + (f", … {len(rows) - shown} more" if len(rows) > shown else "")
 
 
 def _norm_text(s: str) -> str:
@@ -182,6 +188,7 @@ class ImportJudge(VoteJudge):
         self.on_missing = args.on_missing or ("error" if self.mode == "pair_id" else "none")
         self._left_out: list[PairItem] = []
         self._left_out_points: set[tuple[str, str]] = set()
+        self._other_splits: list[PairItem] = []
 
     def set_left_out(self, pairs: Sequence[PairItem], points: Sequence[PointItem] = ()) -> None:
         """The pinned pairs and pointwise ideas this run leaves out (`judge.limit`), told by the judge stage
@@ -191,6 +198,47 @@ class ImportJudge(VoteJudge):
         rather than unmatched, and a row is unmatched or ambiguous exactly when it would be in a full run."""
         self._left_out = list(pairs)
         self._left_out_points = {(p.dataset, p.idea.idea_id) for p in points}
+
+    def set_other_splits(self, pairs: Sequence[PairItem]) -> None:
+        """Pairs of the pinned splits this judge does not judge, told by the judge stage. Never matched for a vote:
+        only to name, on the console, a split that would take the rows excluded here."""
+        self._other_splits = list(pairs)
+
+    def _exclusion_lines(self, excluded: Sequence[dict[str, Any]]) -> list[str]:
+        """One console line per exclusion reason: the count, and a pinned split that would take the rows."""
+        groups: dict[tuple[str, str], list[int]] = {}
+        for u in excluded:
+            # Row-specific values (a quoted key, a list of pairs) out of the reason: rows excluded alike count together.
+            kind = re.sub(r"'[^']*'|\([^()]*\)|\bpair \S+ of dataset|\bidea \S+ of dataset", "…", u["reason"])
+            groups.setdefault((u["field"], kind), []).append(u["row"])
+        takers = self._takers({row for rows in groups.values() for row in rows})
+        lines = []
+        for (fld, kind), rows in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
+            by_split: dict[str, int] = {}
+            for row in rows:
+                if row in takers:
+                    by_split[takers[row]] = by_split.get(takers[row], 0) + 1
+            hint = "".join(f"; the pinned split {s} would take {'them' if k == len(rows) else f'{k} of them'} (add it to judge.datasets)"
+                           for s, k in sorted(by_split.items()))  # fmt: skip
+            lines.append(f"judge {self.name}: {len(rows)} imported row(s) excluded, field '{fld}' {kind}{hint} "
+                         f"(rows {_row_list(rows)}; listed under exclusions in the judge manifest)")  # fmt: skip
+        return lines
+
+    def _takers(self, rows: set[int]) -> dict[int, str]:
+        """Row number → the other pinned split holding the row's pair (pairwise file rows only)."""
+        if not self._other_splits or not rows:
+            return {}
+        known = self._known
+        index = self._index(self._other_splits)
+        try:
+            out = {}
+            for n, row in enumerate(self._rows, start=1):
+                got = self._locate(row, self._other_splits, index) if n in rows else None
+                if isinstance(got, _Match):
+                    out[n] = got.pair.dataset
+            return out
+        finally:
+            self._known = known
 
     def _mode(self, header: set[str]) -> MatchMode:
         c = self.args.columns
@@ -379,6 +427,8 @@ class ImportJudge(VoteJudge):
         if out.facts["outside_subset"]:
             print(f"judge {self.name}: {out.facts['outside_subset']} imported row(s) outside the subset (judge.limit): their items are "
                   "pinned but not judged in this run; listed under exclusions in the judge manifest", file=sys.stderr, flush=True)
+        if unmatched:
+            print(*self._exclusion_lines(unmatched), sep="\n", file=sys.stderr, flush=True)
         return out
 
     def _pointwise(self, points: Sequence[PointItem], out: JudgeOutput) -> int:

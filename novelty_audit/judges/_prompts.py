@@ -48,7 +48,7 @@ __all__ = [
 LABELS = ("A", "B")
 FORMAT_VERSION = "v2"
 """Output contracts `format-<reasoning>-v2.txt`. v1 showed `{"answer": "A"}  (or {"answer": "B"})`, which a
-model could echo and an older parser read as a vote (issue 17); v2 shows a placeholder that is no verdict."""
+model could echo and an older parser read as a vote; v2 shows a placeholder that is no verdict."""
 EXAMPLE_VERSION = "v1"
 """Verdict forms `verdict-<task>-v1.txt`, put into the contract at `{{verdict_example}}`."""
 JUDGE_TEMPLATE_PREFIXES = ("pairwise-", "pointwise-", "format-", "verdict-", "guard-", "agent-")
@@ -249,11 +249,36 @@ def _value_to_choice(task: str, value: object) -> int | str | None:
         return POSITIVE if value else NEGATIVE
     if not isinstance(value, str):
         return None
-    v = value.strip().strip(".*`").strip().lower()
+    v = value.strip().strip(".*`\"'“”‘’").strip().lower()
     v = re.sub(r"^idea\s+", "", v)
     if task == "pairwise":
         return {"a": 0, "b": 1}.get(v)
     return {"yes": POSITIVE, "no": NEGATIVE, "novel": POSITIVE, "not novel": NEGATIVE, "positive": POSITIVE, "negative": NEGATIVE}.get(v)
+
+
+_QUOTES = "\"'“”‘’`*_"
+_LEADING_LABEL = {
+    "pairwise": re.compile(rf"^[{_QUOTES}]*(?:idea\s+)?[{_QUOTES}]*([AB])[{_QUOTES}]*(?:[.,;:!)]+\s*|\s+|$)(.*)$", re.IGNORECASE),
+    "pointwise": re.compile(rf"^[{_QUOTES}]*(yes|no|not novel|novel|positive|negative)[{_QUOTES}]*(?:[.,;:!)]+\s*|\s+|$)(.*)$", re.IGNORECASE),
+}
+# What in the rest of an answer could be another vote (or an echoed "A or B" / "<A|B>" format): any label as a word.
+_OTHER_VOTE = {
+    "pairwise": re.compile(r"\b[AB]\b|[<>{}\[\]|/]"),
+    "pointwise": re.compile(r"\b(?:yes|no|not|novel|positive|negative)\b|[<>{}\[\]|/]", re.IGNORECASE),
+}
+
+
+def _leading_label(task: str, value: str) -> int | str | None:
+    """The label an answer value starts with, when nothing after it could be another vote: `"B".`, ` "A"`,
+    `"B". This answer is the most novel…` (what a small base model writes after `Answer:`). None otherwise: a
+    placeholder or an echoed format (`A or B`, `<A|B>`, `"A" (or "B")`) has a second label or its markup."""
+    m = _LEADING_LABEL[task].match(value.strip())
+    if m is None or _OTHER_VOTE[task].search(m.group(2)):
+        return None
+    label = m.group(1)
+    if task == "pairwise" and label.islower() and m.group(2):
+        return None  # "a new method…": the article, not the label
+    return _value_to_choice(task, label)
 
 
 def _loads(candidate: str) -> object:
@@ -346,8 +371,14 @@ def _last_line(task: str, text: str, notes: list[str]) -> int | str | None:
     if m:
         choice = _value_to_choice(task, m.group(1))
         if choice is None:
+            choice = _leading_label(task, m.group(1))
+        if choice is None:
             notes.append(f"answer line with unusable value {m.group(1)[:40]!r}")
         return choice
+    if len(lines) == 1:  # the whole answer is one label, quoted or punctuated: `"B".`
+        m = _LEADING_LABEL[task].match(line)
+        if m and not m.group(2):
+            return _value_to_choice(task, m.group(1))
     return None
 
 

@@ -315,6 +315,11 @@ def run_judges(
             point_pool = [p for p in all_points if p.dataset in own] if "pointwise" in jp.tasks else []
             judge.set_left_out([p for p in pool if (p.dataset, p.pair_id) not in kept],
                                [p for p in point_pool if (p.dataset, p.idea.idea_id) not in kept_points])
+        if hasattr(judge, "set_other_splits") and "pairwise" in jp.tasks:
+            # Only for the console hint naming a split that would take excluded rows: never a vote, never an output.
+            own = set(jp.datasets_of(judge.name))
+            others = sorted(d.name for d in Path(pin_dir).iterdir() if (d / "pairs.parquet").is_file() and d.name not in own)
+            judge.set_other_splits(load_items(pin_dir, others)[0] if others else [])
     outputs: dict[int, JudgeOutput] = {}
     if map_judges is not None:
         for group in groups.values():

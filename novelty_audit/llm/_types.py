@@ -53,7 +53,8 @@ class Sampling(Frozen):
     reasoning models take); Anthropic: extended thinking with the budget `THINKING_BUDGETS` gives the level
     (`max_tokens` must exceed it; docs/judges.md)."""
     extra: dict[str, Any] = Field(default_factory=dict)
-    """Further request-body fields sent as is (e.g. {top_k: 40} for vLLM, {stop: ["\\n\\n"]} for a base model)."""
+    """Further request-body fields sent as is (e.g. {top_k: 40} for vLLM, {grammar: 'root ::= " "? [^ \\n] [^\\n]*'} for a base model
+    behind llama.cpp: one answer line whose first character is no blank; README, local model)."""
 
 
 @dataclass(frozen=True)

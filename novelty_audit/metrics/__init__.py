@@ -27,6 +27,7 @@ from ._estimates import (
     wilson_interval,
 )
 from ._probe import PROBE_DEFINITIONS, PROBE_PAIR_SCHEMA, ProbeMetrics, probe_metrics
+from ._headline import HEADLINE_KEYS, headline_rows, publish_headline
 from ._files import ExportResult, FlipsReport, QualityReport, export_gold, export_verdicts, flips_report, quality_report, read_verdict_file
 from ..config import MetricsParams
 from ._registry import METRICS, MetricSpec, metric
@@ -40,6 +41,9 @@ __all__ = [
     "LATEX_FITS",
     "candidate_metrics",
     "candidate_metrics_json",
+    "HEADLINE_KEYS",
+    "headline_rows",
+    "publish_headline",
     "TABLE_FORMATS",
     "TABLE_KINDS",
     "PaperTable",

@@ -18,6 +18,7 @@ from ..artifacts import digest_file, digest_obj, read_json, write_json
 from ..errors import require
 from ..judges import resolve_gguf
 from ..judges.distance import text_digest
+from ..progress import Progress
 
 __all__ = ["GgufFluency", "perplexity_from_logits"]
 
@@ -64,8 +65,14 @@ class GgufFluency:
     def perplexities(self, texts: Sequence[str]) -> list[float]:
         with _lock:
             missing = {text_digest(t): t for t in texts if text_digest(t) not in self._cache}
-            for d, t in sorted(missing.items()):
-                self._cache[d] = round(self._one(t), 6)
+            # ~3 s per text on 2 busy cores: a NovBench set's items take minutes the first time.
+            bar = Progress(f"NovBench clarity_fs ({self.path.name})", len(missing), len(missing) > 3, unit="texts", verb="scored")
+            try:
+                for d, t in sorted(missing.items()):
+                    self._cache[d] = round(self._one(t), 6)
+                    bar.advance()
+            finally:
+                bar.close()
             if missing:
                 values = dict(sorted(self._cache.items()))
                 write_json(self._file, {"model": self.name, "values": values, "checksum": digest_obj(values)})

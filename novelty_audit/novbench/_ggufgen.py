@@ -36,6 +36,7 @@ from ..config import Frozen, GeneratorSpec, JudgeParams
 from ..errors import MissingDependencyError, require
 from ..judges import resolve_gguf
 from ..llm import CallCache, call_key
+from ..progress import Progress
 from ._genbase import PROMPT_VERSION, Generator, generator_args, load_template, prompt_context, prompt_values, render_prompt, review_row
 from ._papers import Paper
 
@@ -85,8 +86,9 @@ class GgufGenerator(Generator):
 
     backend = "gguf"
 
-    def __init__(self, name: str, args: GgufGenArgs, *, cache_dir: Path, few_shot_seed: int, refresh: bool):
+    def __init__(self, name: str, args: GgufGenArgs, *, cache_dir: Path, few_shot_seed: int, refresh: bool, progress: bool = True):
         super().__init__(name)
+        self.progress = progress
         try:
             self._llama_cpp = require("llama_cpp", extra="gguf")
             self.model_path = resolve_gguf(args.model, cache_dir)
@@ -192,32 +194,38 @@ class GgufGenerator(Generator):
                 "latency_s": round(seconds, 4)}
 
     def generate(self, papers: Sequence[Paper]) -> list[dict[str, Any]]:
-        rows = []
-        for p in papers:
-            self._stats["calls"] += 1
-            context = self._context(p, papers)
-            full, _ = self._render(p, context)
-            # The full prompt decides the answer (its fitting to n_ctx is a function of it, the model and the
-            # sampling settings), so a rerun finds the answer without loading the model.
-            key = self._key(full)
-            entry = None if self.refresh else self.cache.get(key)
-            if entry is None:
-                entry = self._answer(p, papers)
-                entry.update(backend=BACKEND, model=self.model_id)
-                self.cache.put(key, entry)
-            else:
-                self._stats["cache_hits"] += 1
-            where = f"{p.dataset}/{p.paper_id}"
-            used = int(entry["context_used"])
-            _, parts = self._render(p, context[:used])
-            if entry["outcome"] == "too_long":
-                self._stats["too_long"][where] = entry["detail"]
-            elif used < len(context):
-                self._stats["context_truncated"][where] = f"{used} of {len(context)} {'examples' if self.args.mode == 'few' else 'related papers'} fit n_ctx"
-            self._stats["completion_tokens"] += int(entry.get("completion_tokens", 0))
-            rows.append(review_row(self, p, text=entry["text"], evidence_parts=parts,  # type: ignore[arg-type]
-                                   provider_model=self.model_id, call_digests=[key]))
-        return rows
+        # ~100 s per paper on 2 CPU cores: a run over a NovBench set takes long enough to need a counter.
+        bar = Progress(f"generator {self.name}", len(papers), self.progress, unit="papers", verb="reviewed")
+        try:
+            return [self._one(p, papers, bar) for p in papers]
+        finally:
+            bar.close()
+
+    def _one(self, p: Paper, papers: Sequence[Paper], bar: Progress) -> dict[str, Any]:
+        self._stats["calls"] += 1
+        context = self._context(p, papers)
+        full, _ = self._render(p, context)
+        # The full prompt decides the answer (its fitting to n_ctx is a function of it, the model and the
+        # sampling settings), so a rerun finds the answer without loading the model.
+        key = self._key(full)
+        entry = None if self.refresh else self.cache.get(key)
+        if entry is None:
+            entry = self._answer(p, papers)
+            entry.update(backend=BACKEND, model=self.model_id)
+            self.cache.put(key, entry)
+        else:
+            self._stats["cache_hits"] += 1
+        where = f"{p.dataset}/{p.paper_id}"
+        used = int(entry["context_used"])
+        _, parts = self._render(p, context[:used])
+        if entry["outcome"] == "too_long":
+            self._stats["too_long"][where] = entry["detail"]
+        elif used < len(context):
+            self._stats["context_truncated"][where] = f"{used} of {len(context)} {'examples' if self.args.mode == 'few' else 'related papers'} fit n_ctx"
+        self._stats["completion_tokens"] += int(entry.get("completion_tokens", 0))
+        bar.advance()
+        return review_row(self, p, text=entry["text"], evidence_parts=parts,  # type: ignore[arg-type]
+                          provider_model=self.model_id, call_digests=[key])
 
     def _key(self, prompt: str) -> str:
         return call_key(backend=BACKEND, model=self.model_id, endpoint="local", sampling=self.sampling(),
@@ -227,4 +235,5 @@ class GgufGenerator(Generator):
 def build_gguf_generator(name: str, spec: GeneratorSpec, jp: JudgeParams, *, store_root: str | Path) -> GgufGenerator:
     """Validate the args (a bad one is a ConfigError naming the field), then find and check the model."""
     args = generator_args(name, GgufGenArgs, spec.args)
-    return GgufGenerator(name, args, cache_dir=Path(store_root) / "cache", few_shot_seed=jp.seed, refresh=jp.refresh)
+    return GgufGenerator(name, args, cache_dir=Path(store_root) / "cache", few_shot_seed=jp.seed, refresh=jp.refresh,
+                         progress=jp.progress)

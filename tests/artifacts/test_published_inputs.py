@@ -101,7 +101,7 @@ def test_a_manifest_json_of_another_tool_does_not_make_a_stage_directory(tmp_pat
     assert [r.path for r in m.inputs] == ["data/x.txt"]
 
 
-# The CLI path of issue 25.2: a flipped gold idea in a pin artifact, then `stage judge` and `stage metrics`.
+# The CLI path: a flipped gold idea in a pin artifact, then `stage judge` and `stage metrics`.
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:

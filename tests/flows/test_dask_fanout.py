@@ -1,4 +1,4 @@
-"""Judge fan-out on a local Dask cluster (issue 14.2): chunks balanced over the lanes that run at once, the stage's
+"""Judge fan-out on a local Dask cluster: chunks balanced over the lanes that run at once, the stage's
 own process answering chunks while the cluster starts, and worker processes forked from a preloaded server."""
 
 from __future__ import annotations

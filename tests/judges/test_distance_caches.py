@@ -1,4 +1,4 @@
-"""Distance-judge caches are checked when read (issues 9.3 and 10.5).
+"""Distance-judge caches are checked when read.
 
 Embedding shards, TF-IDF fits and corpus densities each carry their key and the sha256 of their
 payload. One changed byte, a truncated file or a file under the wrong name is discarded with a

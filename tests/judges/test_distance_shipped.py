@@ -1,4 +1,4 @@
-"""Shipped embeddings (args.vectors, issue 30): a pinned file of cache entries pre-fills the embedding cache.
+"""Shipped embeddings (args.vectors): a pinned file of cache entries pre-fills the embedding cache.
 
 Used, it replaces embedding and changes no verdict; tampered, it is refused before any vector of it is read;
 built with another model id, it is ignored and everything is embedded; a changed corpus reuses only the
@@ -18,7 +18,7 @@ from judge_items import TOY_DOCS, three_ideas, toy_corpus_file
 from novelty_audit.artifacts import digest_bytes
 from novelty_audit.config import PinnedFile
 from novelty_audit.errors import BadInputError, ConfigError, PinMismatchError
-from novelty_audit.judges import JudgeParams, build_judges
+from novelty_audit.judges import Idea, JudgeParams, PairItem, build_judges
 from novelty_audit.judges.distance import EmbeddingCache, SentenceTransformerEmbedder, clear_memory_caches, embed_corpus, plan_shards, text_digest
 from novelty_audit.judges.distance import _shipped
 from novelty_audit.judges.distance._shipped import ShippedEmbeddings, ShippedGroup, build_embeddings, check_embeddings
@@ -189,3 +189,45 @@ def test_the_embeddings_command_names_its_actions_on_a_usage_error(tmp_path: Pat
         res = subprocess.run([sys.executable, "-m", "novelty_audit.cli", *args], cwd=tmp_path, capture_output=True, text=True)
         assert res.returncode == 2, res.stdout + res.stderr
         assert "expected `check` or `build [--out FILE]`" in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+def without_sentence_transformers(monkeypatch) -> None:
+    """This install as `pip install -e .` leaves it: no sentence-transformers, no model package, no torch."""
+    from novelty_audit.judges.distance import _embed
+
+    monkeypatch.setattr(_embed, "can_embed", lambda model: False)
+    monkeypatch.setattr(_embed, "resolve_model_dir", lambda *a, **k: pytest.fail("resolved a model without the libraries"))
+    monkeypatch.setattr(SentenceTransformerEmbedder, "_load", lambda self: pytest.fail("loaded a model without the libraries"))
+    from novelty_audit.judges.distance import _judge
+
+    monkeypatch.setattr(_judge, "can_embed", lambda model: False)
+
+
+def test_without_the_embed_extra_the_shipped_vectors_give_the_same_verdicts_under_their_model_id(model, tmp_path: Path, monkeypatch):
+    corpus, file, cold = shipped_from_cold_run(tmp_path, model)
+    recorded = ShippedEmbeddings.from_bytes(file.read_bytes(), "test").model_id
+    without_sentence_transformers(monkeypatch)
+    light = run(params(corpus, pin(file)), tmp_path / "fresh")
+    assert light.pairwise == cold.pairwise and light.pointwise == cold.pointwise
+    assert light.facts["embedder_model_id"] == recorded and light.facts["shipped_vectors"]["used"] is True
+    # A later reader of the same store without the libraries (the metrics stage's NovBench scoring) finds the id too.
+    later = SentenceTransformerEmbedder("minilm", cache=EmbeddingCache(tmp_path / "fresh" / "cache" / "embeddings"))
+    assert later.model_id == recorded
+
+
+def test_without_the_embed_extra_a_text_the_shipped_vectors_lack_stops_the_run_naming_the_extra(model, tmp_path: Path, monkeypatch):
+    from novelty_audit.errors import MissingDependencyError
+
+    corpus, file, _ = shipped_from_cold_run(tmp_path, model)
+    without_sentence_transformers(monkeypatch)
+    (judge,) = build_judges(params(corpus, pin(file)), store_root=tmp_path / "fresh").judges
+    pairs, _ = items()
+    first = pairs[0]
+    edited = Idea(first.idea_0.idea_id, first.idea_0.title, first.idea_0.text + " An edit.", f"{9:064x}", first.idea_0.area)
+    with pytest.raises(MissingDependencyError) as err:
+        judge.judge([PairItem("toy", "p-1", edited, first.idea_1, first.idea_1.idea_id)], [])
+    assert "1 text(s) are not among the shipped or cached vectors" in err.value.message and "embed extra" in err.value.hint
+    # No shipped file and no library: refused when the judge is built, naming the extra.
+    with pytest.raises(MissingDependencyError) as err:
+        build_judges(params(corpus), store_root=tmp_path / "other")
+    assert "sentence-transformers" in err.value.message and "embed extra" in err.value.hint

@@ -1,4 +1,4 @@
-"""Done-when of issue 13: a file in the Ai2 expert-annotation format imports with no hand-written join.
+"""A file in the Ai2 expert-annotation format imports with no hand-written join.
 
 The file is built from the embedded benchmark: shown orders swapped on every other row (as in the release),
 the expert agreeing with gold on every row, a model's `predicted` column right on two rows in three, and one
@@ -8,6 +8,7 @@ row whose texts match no pinned pair. The pipeline's own stages pin, judge and s
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import orjson
@@ -170,3 +171,39 @@ def test_a_limited_run_still_refuses_a_row_that_matches_no_pinned_pair(project):
     add_judge_dep(project, "data/imports")
     with pytest.raises(BadInputError, match=r"1 imported row\(s\) match no single pinned pair \(\d+ other row\(s\) name pinned pairs outside"):
         run_stage("judge")
+
+
+def test_excluded_rows_are_one_console_line_per_reason_naming_the_pinned_split_that_would_take_them(project, capsys):
+    """The Ai2 expert file also holds rows of the gpt-5.4 backbone split: pinned but not judged, they are excluded
+    with a line that counts them and names that split, apart from a row that no pinned split holds."""
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    split = "human-plus-generated-gpt-5.4"
+    raw["pin"]["datasets"] = {k: raw["pin"]["datasets"][k] for k in ("human-only", "human-plus-generated", split)}
+    raw["judge"]["datasets"] = ["human-only", "human-plus-generated"]
+    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    run_stage("pin")
+    path, _ = expert_file(project)
+    pairs = pl.read_parquet(project / f"artifacts/pin/{split}/pairs.parquet").sort("pair_id").head(4)
+    ideas = pl.read_parquet(project / f"artifacts/pin/{split}/ideas.parquet")
+    text = dict(zip(ideas["idea_id"], ideas["text"]))
+    with path.open("a", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        for k, p in enumerate(pairs.iter_rows(named=True)):
+            w.writerow({"item_id": N + 1 + k, "problem_id": p["source_key"], "source_file": "human-plus-generated/backbone-gpt-5.4/pairwise.yaml",
+                        "generation_model": "gpt-5.4", "judge_model": "gpt-5.4", "shown_A_idea": text[p["idea_0"]],
+                        "shown_B_idea": text[p["idea_1"]], "gold": "A", "predicted": "A", "annotation": "A", "annotation_reasoning": "…"})  # fmt: skip
+    only_import_judges(project)
+    add_judge_dep(project, "data/imports")
+    capsys.readouterr()
+    judge = run_stage("judge")
+    assert len(judge.summary["exclusions"]["ai2-expert"]) == 5  # every row still recorded with its own reason
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("judge ai2-expert: ")]
+    # One line per reason (which of the two texts no judged split holds), each with its count and the split.
+    excluded = taken = 0
+    for ln in lines:
+        n = int(re.search(r": (\d+) imported row", ln).group(1))
+        k = re.search(rf"the pinned split {split} would take (them|(\d+) of them)", ln)
+        excluded += n
+        taken += 0 if k is None else n if k.group(1) == "them" else int(k.group(2))
+    assert (excluded, taken) == (5, 4), lines
+    assert len(lines) == len({ln.split(" (rows ")[0] for ln in lines})  # no reason twice

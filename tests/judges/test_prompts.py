@@ -103,6 +103,7 @@ def test_the_pointwise_parser():
         ("Answer:\nyes", "pointwise", "POSITIVE"),
         ("Answer:\n\nNo.", "pointwise", "NEGATIVE"),
         ("Answer:\nnot novel", "pointwise", "NEGATIVE"),
+        ("Answer:\nB, because it is new", "pairwise", 1),  # one label, and nothing after it that could be a vote
     ],
 )
 def test_a_label_on_the_line_below_a_bare_answer_line_is_the_verdict(text, task, choice):
@@ -117,7 +118,6 @@ def test_a_label_on_the_line_below_a_bare_answer_line_is_the_verdict(text, task,
         ("Answer:\n<A or B>", "pairwise"),
         ("Answer:\n<yes or no>", "pointwise"),
         ("Answer:\nA or B", "pairwise"),
-        ("Answer:\nB, because it is new", "pairwise"),
         ("Answer:\nA\nIdea A is more novel because", "pairwise"),
         ("Answer: B\nAnswer:\nA", "pairwise"),
         ("Answer:\nmaybe", "pointwise"),
@@ -130,11 +130,50 @@ def test_what_stands_below_a_bare_answer_line_must_be_one_label_and_the_last_lin
     assert (p.outcome, p.choice) == ("invalid", None) and p.note, p
 
 
+@pytest.mark.parametrize(
+    "continuation, choice",
+    [
+        (' "A"', 0),
+        (' "B".', 1),
+        ('"B". This answer is the most novel because it proposes a new benchmark.', 1),
+        (" 'A'.", 0),
+        (" “B”", 1),
+        (" **A**", 0),
+        (" Idea B. It reuses no prior method.", 1),
+    ],
+)
+def test_a_completion_that_is_one_label_and_nothing_else_that_could_be_a_vote_counts(continuation, choice):
+    """What Gemma 3 270M writes after a completions prompt ending "Answer:" (the engine parses lead-in + text)."""
+    p = parse_verdict("pairwise", "Answer:" + continuation)
+    assert (p.outcome, p.choice) == ("valid", choice), p
+
+
+@pytest.mark.parametrize(
+    "continuation",
+    [
+        ' "A" or "B"',  # the format's placeholder, echoed
+        " <A or B>",
+        " A/B",
+        ' "A" (or "B")',
+        ' {"answer": "A"} (or {"answer": "B"})',
+        ' "A". Idea B is less novel.',  # a second label in the sentence: which is the vote?
+        " a new benchmark for robots",  # the article, not a label
+        ' "B". A new approach.',  # "A" as a word: could be a vote
+        " [A]",
+        ' "C"',
+        "",
+    ],
+)
+def test_a_completion_with_anything_else_that_could_be_a_vote_or_a_placeholder_is_refused(continuation):
+    p = parse_verdict("pairwise", "Answer:" + continuation)
+    assert (p.outcome, p.choice) == ("invalid", None) and p.note, p
+
+
 # -- no invented votes ---------------------------------------------------------------------------------
 
 PROMPTS = resources.files("novelty_audit").joinpath("prompts")
 LEGACY_EXAMPLES = ['{"answer": "A"}  (or {"answer": "B"})', '{"answer": "yes"}  (or {"answer": "no"})']
-"""The v1 format examples a real model echoed back, read as a vote by the old parser (issue 17)."""
+"""The v1 format examples a real model echoed back, read as a vote by the old parser."""
 
 
 def packaged_examples() -> list[tuple[str, str]]:

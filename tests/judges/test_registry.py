@@ -62,7 +62,7 @@ def test_an_api_judge_with_a_budget_needs_a_price(tmp_path):
         build_judges(jp, store_root=tmp_path)
 
 
-# -- every configured judge is validated, enabled or not (issue 10.7) ---------------------------------
+# -- every configured judge is validated, enabled or not ---------------------------------
 
 
 def test_every_backend_declares_its_args_model_so_it_can_be_validated_without_building():

@@ -1,4 +1,4 @@
-"""Score judges look scores up by content, never by idea id (issue 9.1).
+"""Score judges look scores up by content, never by idea id.
 
 The same idea id can hold different texts in two datasets (an idea edited in one split only). Each
 split must be scored on its own text, exactly as a run over that split alone would score it, and the

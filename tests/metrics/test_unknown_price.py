@@ -53,7 +53,7 @@ def test_a_judge_without_a_price_has_null_cost_everywhere_and_its_priced_twin_a_
         assert unpriced.height == priced.height > 0 and unpriced["cost_usd"].is_null().all(), table
         assert (priced["cost_usd"] > 0).all(), table
         assert (df.filter(pl.col("judge") == "first")["cost_usd"] == 0).all(), table  # no API call: free indeed
-    metrics = json.loads((project / "reports/metrics.json").read_text())["human-only"]
+    metrics = json.loads((project / "artifacts/metrics/metrics.json").read_text())["human-only"]
     assert "cost_usd" in metrics["unpriced"] and metrics["unpriced"]["cost_usd"] is None
     assert metrics["priced"]["cost_usd"] > 0
     sweeps = json.loads((project / "reports/sweeps.json").read_text())["human-only"]

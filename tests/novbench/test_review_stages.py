@@ -135,7 +135,7 @@ def test_a_bad_record_is_excluded_with_file_item_and_field(nb: Path) -> None:
 
 
 def test_expert_on_the_shared_set_matches_the_independent_check() -> None:
-    """(clarity_kc + clarity_ls) / 3 for expert on the shipped file is about 0.295 (issue 12)."""
+    """(clarity_kc + clarity_ls) / 3 for expert on the shipped file is about 0.295."""
     from novelty_audit.novbench._metrics import clarity_kc, clarity_ls
     from novelty_audit.novbench._tables import normalize_novbench
 

@@ -30,7 +30,7 @@ def world(tmp_path_factory):
                              "gullible-retrieval": mock_judge(mock.base_url, retrieval={"corpus": corpus, "k": 2}),
                              "gullible-agent": search_agent_judge(mock.base_url, s2.base_url)})
         run("pin", "probe", "judge", "metrics")
-    return project, json.loads((project / "reports/metrics.json").read_text())["human-only:injection"]
+    return project, json.loads((project / "artifacts/metrics/metrics.json").read_text())["human-only:injection"]
 
 
 def test_a_gullible_judge_follows_direct_instructions_and_ignores_neutral_padding(world):
@@ -61,7 +61,7 @@ def test_controls_get_probe_figures_and_never_an_accuracy_on_the_probe(world):
     assert "strict_accuracy" not in m["gullible"]
     pairs = pl.read_parquet(project / "artifacts/metrics/probe_pairs.parquet")
     assert pairs.filter(pl.col("judge") == "gullible").height == 12 * FAMILIES
-    full = json.loads((project / "reports/metrics.json").read_text())
+    full = json.loads((project / "artifacts/metrics/metrics.json").read_text())
     assert "strict_accuracy" in full["human-only"]["gullible"]
 
 

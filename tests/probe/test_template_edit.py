@@ -50,7 +50,7 @@ def test_editing_one_template_moves_only_its_probes_verdicts_and_family_metrics(
         before = {t: _items(project, "probe", f"{ds}/{t}.parquet") for t in ("pairs", "ideas", "probes")}
         pin_before = load_manifest(project / "artifacts/pin").digest()
         verdicts_before = _verdict_rows(project)
-        metrics_before = json.loads((project / "reports/metrics.json").read_text())
+        metrics_before = json.loads((project / "artifacts/metrics/metrics.json").read_text())
 
         _edit_template(project)
         run("pin", "probe", "judge", "metrics")
@@ -67,7 +67,7 @@ def test_editing_one_template_moves_only_its_probes_verdicts_and_family_metrics(
     moved_verdicts = {k for k in verdicts_after if verdicts_after[k] != verdicts_before.get(k)}
     assert {k[2] for k in moved_verdicts} == using and {k[0] for k in moved_verdicts} == {ds}
 
-    metrics_after = json.loads((project / "reports/metrics.json").read_text())
+    metrics_after = json.loads((project / "artifacts/metrics/metrics.json").read_text())
     assert metrics_after["human-only"] == metrics_before["human-only"]
     for judge in ("random", "gullible"):
         for key in ("attack_success_rate_instruction", "attack_success_rate_claim", "attack_success_rate_format", "length_control_rate"):

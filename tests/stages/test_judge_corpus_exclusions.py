@@ -1,6 +1,6 @@
 """Corpus records a judge cannot use (no abstract, a bad date) are counted by reason in the judge stage's
 manifest summary and said in one line on stderr; a corpus without any adds nothing, and the records left out
-never change a verdict (issue 25, item 5c)."""
+never change a verdict."""
 
 from __future__ import annotations
 

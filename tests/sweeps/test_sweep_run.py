@@ -175,7 +175,7 @@ def csv_rows(text: str) -> list[dict[str, str]]:
 
 def test_export_table_latex_is_a_well_formed_tabular_whose_values_match_metrics_json_and_sweeps_json(swept, run_main):
     project, _ = swept
-    metrics = json.loads((project / "reports/metrics.json").read_text())
+    metrics = json.loads((project / "artifacts/metrics/metrics.json").read_text())
     code, tex, err = run_main("export", "table", "metrics", "--format", "latex", "--intervals")
     assert code == 0, err
     rows = check_latex_tabular(tex)

@@ -29,7 +29,7 @@ def probed(tiny):
 
 
 def test_export_table_probe_is_a_well_formed_tabular_whose_values_and_wilson_intervals_match_metrics_json(probed, run_main):
-    metrics = json.loads((probed / "reports/metrics.json").read_text())
+    metrics = json.loads((probed / "artifacts/metrics/metrics.json").read_text())
     code, tex, err = run_main("export", "table", "probe", "--format", "latex", "--intervals")
     assert code == 0, err
     _, *body = check_latex_tabular(tex)

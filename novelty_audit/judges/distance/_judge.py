@@ -17,7 +17,6 @@ leakage knobs, and every disk cache entry is checked when read (`_cachefile`).
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import statistics
 import threading
@@ -51,8 +50,9 @@ from .._base import (
 from . import _scores, _shards
 from ._cachefile import entry_path, read_entry, write_entry
 from ._corpus import Corpus, load_corpus, normalize_title
-from ._embed import EmbeddingCache, SentenceTransformerEmbedder, TfidfEmbedder, text_digest
+from ._embed import EMBED_HINT, EmbeddingCache, SentenceTransformerEmbedder, TfidfEmbedder, can_embed, text_digest
 from ._shards import ShardMap, embed_corpus
+from ._shipped import shipped_model_id
 from ._scores import after_cutoff, corpus_densities, doc_densities, knn_scores, nearest_blocked, parse_cutoff, rnd_scores, yin_scores
 
 __all__ = [
@@ -558,13 +558,21 @@ def _build(ctx: JudgeContext, backend: str, model: type[DistanceArgs], args: dic
                                       sublinear_tf=t.sublinear_tf, stop_words=t.stop_words,
                                       cache_root=Path(ctx.cache_dir) / "distance" / "tfidf")
     else:
-        # Checked without importing torch: a warm embedding cache never needs the model loaded.
-        if importlib.util.find_spec("sentence_transformers") is None:
-            raise MissingDependencyError(f"judge {ctx.name}: the optional dependency 'sentence-transformers' is not installed",
-                                         hint="pip install 'novelty-audit[embed]' (or use embedder: tfidf)")
+        # Checked without importing torch: a warm embedding cache never needs the model loaded. Without the
+        # libraries, the judge reads the pinned shipped vectors under the model id they record, and stops (naming the
+        # extra) only when a text is missing from them: the default run needs no torch.
+        where = f"params.yaml judge.judges.{ctx.name}.args.vectors"
+        recorded = None
+        if not can_embed(cfg.model):
+            if cfg.vectors is None:
+                raise MissingDependencyError(f"judge {ctx.name}: the optional dependency 'sentence-transformers' is not installed",
+                                             hint=f"{EMBED_HINT} (or use embedder: tfidf)")  # fmt: skip
+            recorded = shipped_model_id(cfg.vectors, where)
         embedder = SentenceTransformerEmbedder(cfg.model, revision=cfg.revision, cache=embedding_cache(ctx.cache_dir),
-                                               batch_size=cfg.batch_size, shipped=cfg.vectors,
-                                               shipped_where=f"params.yaml judge.judges.{ctx.name}.args.vectors")  # fmt: skip
+                                               batch_size=cfg.batch_size, shipped=cfg.vectors, shipped_where=where,
+                                               shipped_model_id=recorded)  # fmt: skip
+        if ctx.progress:
+            embedder.progress_label = f"judge {ctx.name}"
     return DistanceJudge(ctx, backend, cfg, embedder)
 
 

@@ -20,16 +20,13 @@ every 10% or 30 s (printed to stderr when no handler listens; flows forward it t
 
 from __future__ import annotations
 
-import logging
-import sys
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from ...progress import Progress
 from ._embed import EmbeddingCache, SentenceTransformerEmbedder, text_digest
 from ._shipped import install_shipped
 
@@ -38,8 +35,6 @@ __all__ = ["SHARD_TEXTS", "Shard", "ShardJob", "ShardMap", "Progress", "plan_sha
 SHARD_TEXTS = 512
 """Target texts per shard (≈ 15 s of MiniLM on 2 cores): the unit of resumption, fan-out and progress."""
 MAX_FACTOR = 4
-PROGRESS_EVERY_S = 30.0
-progress_log = logging.getLogger("novelty_audit.progress")
 
 
 @dataclass(frozen=True)
@@ -82,56 +77,6 @@ def plan_shards(digests: Iterable[str], target: int = SHARD_TEXTS) -> list[Shard
     if cur:
         out.append(Shard(len(out), tuple(cur)))
     return out
-
-
-class Progress:
-    """Texts embedded so far: a rich bar on a terminal, log lines (every 10% or 30 s) otherwise."""
-
-    def __init__(self, label: str, total: int, enabled: bool = True, done: int = 0):
-        self.label, self.total, self.done = label, total, done
-        self.enabled = enabled and total > done
-        self.bar: Any = None
-        self._lock = threading.Lock()
-        self._tenth = 1  # next tenth of the total that gets a line (integers: 0.1 steps drift)
-        self._last = time.monotonic()
-        if not self.enabled:
-            return
-        if sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
-
-            self.bar = Bar(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("texts"), TimeRemainingColumn(),
-                           console=Console(stderr=True), transient=True)  # fmt: skip
-            self._task = self.bar.add_task("embed", total=total, completed=done)
-            self.bar.start()
-        else:
-            self._line("started")
-
-    def _line(self, what: str) -> None:
-        msg = f"{self.label}: {self.done}/{self.total} texts embedded ({what})"
-        if progress_log.hasHandlers():
-            progress_log.info(msg)
-        else:
-            print(msg, file=sys.stderr, flush=True)
-
-    def advance(self, n: int) -> None:
-        if not self.enabled:
-            return
-        with self._lock:
-            self.done += n
-            if self.bar is not None:
-                self.bar.update(self._task, completed=self.done)
-                return
-            now = time.monotonic()
-            if 10 * self.done >= self._tenth * self.total or now - self._last >= PROGRESS_EVERY_S:
-                self._line(f"{100 * self.done // max(self.total, 1)}%")
-                self._last = now
-                while self._tenth * self.total <= 10 * self.done:
-                    self._tenth += 1
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
 
 
 _workers: dict[tuple, SentenceTransformerEmbedder] = {}

@@ -35,9 +35,10 @@ import orjson
 from ...artifacts import atomic_write_bytes, digest_bytes
 from ...config import JudgeParams, PinnedFile
 from ...errors import BadInputError, ConfigError, NoveltyAuditError, PinMismatchError
+from ...progress import Progress
 from ._embed import EmbeddingCache, SentenceTransformerEmbedder, pack_texts, text_digest, unpack_texts
 
-__all__ = ["FORMAT", "CHECK_ATOL", "ShippedGroup", "ShippedEmbeddings", "EmbeddingsReport", "read_shipped", "install_shipped",
+__all__ = ["FORMAT", "CHECK_ATOL", "ShippedGroup", "ShippedEmbeddings", "EmbeddingsReport", "read_shipped", "shipped_model_id", "install_shipped",
            "build_embeddings", "check_embeddings"]  # fmt: skip
 
 FORMAT = "novelty-audit-embeddings/1"
@@ -165,6 +166,12 @@ def _check_group(g: ShippedGroup, where: str) -> None:
         raise ValueError(f"{where}: vectors are not L2-normalized (norms {norms.min():.4f}..{norms.max():.4f})")
 
 
+def shipped_model_id(pinned: PinnedFile, where: str) -> str:
+    """The model id recorded in the pinned file (checked as `read_shipped` checks it): the id of the vectors an
+    install without sentence-transformers reads from it."""
+    return read_shipped(pinned, where).model_id
+
+
 def read_shipped(pinned: PinnedFile, where: str) -> ShippedEmbeddings:
     """The file `pinned` names, after its bytes matched the pin and its entries their checks."""
     path = Path(pinned.path)
@@ -214,6 +221,7 @@ def install_shipped(embedder: SentenceTransformerEmbedder) -> dict[str, Any]:
                 elif not cache.has_entry(embedder.model_id, g.digests):
                     cache.put(embedder.model_id, g.digests, g.vectors, texts=g.texts)
                     installed += 1
+            cache.record_shipped(shipped.model_id)
             facts.update(used=True, installed=installed)
         _installed[key] = facts
         return facts
@@ -326,8 +334,6 @@ def check_embeddings(jp: JudgeParams) -> EmbeddingsReport:
         if emb.model_id != shipped.model_id:
             report.problems.append(f"{path}: built with model id {shipped.model_id}, the judges compute {emb.model_id}: "
                                    "judges ignore it (compared anyway below)")  # fmt: skip
-        from ._shards import Progress
-
         started, identical, within, worst = time.perf_counter(), 0, 0, 0.0
         bar = Progress(f"embeddings check {path}", shipped.n_texts)
         try:
