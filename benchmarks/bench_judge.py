@@ -16,18 +16,14 @@ import asyncio
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from mock_llm import free_port
+from _common import bare, start_server
 
 from novelty_audit.artifacts import write_table
 from novelty_audit.judges import (
@@ -50,25 +46,6 @@ def synthetic_pairs(n: int) -> list[PairItem]:
             ideas.append(Idea(f"i-{i:016x}", f"Idea {i}", f"Idea {i}: we propose {body}.", f"{i:064x}", "area"))
         pairs.append(PairItem("bench", f"p-{k:016x}", ideas[0], ideas[1], ideas[k % 2].idea_id))
     return pairs
-
-
-def start_server(latency: float) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "mock_llm.py"), "--port", str(port), "--latency", str(latency)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(url.replace("/v1", "/"), timeout=0.2)
-        except urllib.error.HTTPError:
-            return proc, url  # the server answers (404 on /): ready
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("mock server did not start")
 
 
 def judge_params(url: str, concurrency: int) -> JudgeParams:
@@ -94,23 +71,6 @@ def run_judge(jp: JudgeParams, store: Path, pairs: list[PairItem], out: Path) ->
     result = judge.judge(pairs, [])
     write_table(out, pl.DataFrame(result.pairwise, schema=PAIRWISE_SCHEMA))
     return time.perf_counter() - started, result.facts
-
-
-async def bare(url: str, bodies: list[dict], concurrency: int) -> float:
-    from openai import AsyncOpenAI
-
-    started = time.perf_counter()
-    client = AsyncOpenAI(api_key="bench", base_url=url, max_retries=0)
-    sem = asyncio.Semaphore(concurrency)
-
-    async def one(body: dict) -> str | None:
-        async with sem:
-            r = await client.chat.completions.create(**body)
-            return r.choices[0].message.content
-
-    await asyncio.gather(*(one(b) for b in bodies))
-    await client.close()
-    return time.perf_counter() - started
 
 
 def main() -> None:

@@ -37,6 +37,15 @@ _CHUNK = 1 << 20
 
 def canonical(value: Any) -> Any:
     """Return `value` with floats turned into fixed strings and containers normalized."""
+    # Exact built-in types first (a call key walks every message of a prompt, ~60,000 keys in a paper-scale
+    # rerun); subclasses and other types take the general path below, with the same result.
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return value
+    if t is dict:
+        return {k if type(k) is str else str(k): canonical(v) for k, v in value.items()}
+    if t is list:
+        return [canonical(v) for v in value]
     if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
         return value
     if isinstance(value, float):

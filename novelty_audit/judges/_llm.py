@@ -259,15 +259,20 @@ class LLMJudge(VoteJudge):
         return Request(messages=None if prompt is not None else payload, prompt=prompt, sampling=self.args.sampling,
                        replicate=call.vote_index, label=f"{call.task} {call.item_id}", tag=call)  # fmt: skip
 
-    def _prepare(self, call: Call) -> tuple[Payload, str]:
-        """(payload, call key) of one call: the rendered prompt and the digest of everything that decides its answer."""
+    def _render(self, call: Call) -> Payload:
+        """The rendered prompt of one call."""
         evidence = self.retriever.blocks(call.shown) if self.retriever else None
         messages = self.templates[call.task].render(call.shown, form=self.args.input_form, evidence=evidence, guard=self.args.guard)
-        payload = self._payload(messages)
+        return self._payload(messages)
+
+    def _prepare(self, call: Call) -> tuple[Payload, str]:
+        """(payload, call key) of one call: the rendered prompt and the digest of everything that decides its answer."""
+        payload = self._render(call)
         return payload, self.llm.key(self._request(call, payload))
 
     def run_calls(self, calls: Sequence[Call]) -> list[CallResult]:
-        requests = [self._request(call, self._prepare(call)[0]) for call in calls]
+        # Rendered only: the engine keys each request once (keying here too cost a second digest per call).
+        requests = [self._request(call, self._render(call)) for call in calls]
         replies = self.llm.ask(requests)
         return [self._result(r.key, self._reparsed(c, r.entry) if r.cached else r.entry, cached=r.cached) for c, r in zip(calls, replies, strict=True)]
 

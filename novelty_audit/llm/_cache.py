@@ -11,6 +11,14 @@ ended in an error after retries are not cached: the next run asks again. `refres
 replaced entry moves to `history/`. A team-shared layer (`store.shared_cache`, `_shared_cache.py`) may sit
 under it: `prefetch` copies its sound entries of local misses in, `put` writes new answers back.
 
+Packs bound the file count: once a shard directory (`<first two hex of the key>/`) holds `PACK_AT` loose entries,
+the writer appends their exact bytes to `packs/<shard>.pack` (one entry per line, append only, so an offset never
+moves) and removes them; a shard therefore never holds more than `PACK_AT` loose files, whatever the run's size.
+A lookup reads the loose file first, then the shard's pack through an index of key → (offset, length) built by
+scanning the pack once per process and extended when the pack has grown. A packed entry is checked on every read
+exactly as a loose one (key and checksum); a damaged one is copied to `corrupt/` and the call asked again (its new
+loose entry shadows the packed one, and the next packing supersedes it: the last line of a key wins).
+
 `try_claim` gives one process at a time the right to send a call, so two processes sharing a store never pay
 for the same call twice. Claims are striped: a key's claim is an flock on `claims/<first two hex of the key>.lock`
 (at most 256 files, never removed), which a process keeps open (up to `_IDLE_FDS` idle descriptors, the
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import itertools
 import logging
 import os
@@ -35,8 +44,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import orjson
+
 from ..artifacts import atomic_write_bytes, clean_stale_temps, digest_bytes, digest_obj
 from ..errors import BadInputError, ConfigError
+from ._entry import ENTRY_FORMAT
 from ._entry import decode_entry as _decode
 from ._entry import encode_entry as _encode
 
@@ -50,6 +62,7 @@ log = logging.getLogger(__name__)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
+@functools.lru_cache(maxsize=256)  # a pure function of two strings, asked once per call key
 def endpoint_id(backend: str, endpoint: str | None) -> str:
     """The identity of the server that answers: a normalized base URL, or `<backend>:default` for the
     provider's own endpoint. A value without `://` (e.g. `local` for an in-process model) is kept as is.
@@ -264,17 +277,79 @@ def _clean_leftovers_once(root: Path) -> None:
                     os.close(fd)
 
 
+PACK_AT = 64
+"""Loose entries a shard directory holds before they are packed (256 shards: at most 16,384 loose files)."""
+_ENTRY_HEAD = b'{"format":%d,"key":"' % ENTRY_FORMAT
+"""How every entry line starts (sorted keys): the key is the 64 bytes after it, read without parsing the line."""
+
+
+class _PackIndex:
+    """key → (offset, length) of the entries of one pack file, as far as `size` bytes were scanned."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.where: dict[str, tuple[int, int]] = {}
+
+    def extend(self, path: Path) -> None:
+        """Scan what was appended since the last scan (whole lines only; a torn last line waits for its end)."""
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(self.size)
+                data = fh.read()
+        except FileNotFoundError:
+            return
+        at, head = 0, len(_ENTRY_HEAD)
+        while (end := data.find(b"\n", at)) != -1:
+            if data.startswith(_ENTRY_HEAD, at) and end - at > head + 64:
+                # The last line of a key wins (a re-asked call packed after its damaged or refreshed first answer).
+                self.where[data[at + head : at + head + 64].decode("ascii", "replace")] = (self.size + at, end + 1 - at)
+            at = end + 1
+        self.size += at
+
+
+_INDEXES: dict[Path, tuple[threading.Lock, dict[str, _PackIndex]]] = {}
+"""Pack indexes per cache root, shared by every CallCache of this process on that root: a run builds one
+CallCache per judge, and an index of their own each held the same keys once per judge (sixty copies)."""
+_INDEXES_LOCK = threading.Lock()
+
+
+def _reset_indexes_in_child() -> None:
+    # A forked child keeps the indexes (packs are append only: offsets stay true) but not a lock another thread held.
+    global _INDEXES_LOCK
+    _INDEXES_LOCK = threading.Lock()
+    for root, (_, packs) in list(_INDEXES.items()):
+        _INDEXES[root] = (threading.Lock(), packs)
+
+
+os.register_at_fork(after_in_child=_reset_indexes_in_child)
+
+
+def _indexes(root: Path) -> tuple[threading.Lock, dict[str, _PackIndex]]:
+    key = root.resolve()
+    with _INDEXES_LOCK:
+        return _INDEXES.setdefault(key, (threading.Lock(), {}))
+
+
 class CallCache:
     """Content-addressed answers of API/local model calls, each entry checked against its checksum on read."""
+
+    pack_at: int = PACK_AT
+    """Loose entries per shard directory that trigger packing."""
 
     def __init__(self, root: str | Path, shared: SharedCallCache | None = None):
         self.root = Path(root)
         self.shared = shared
         """The team-shared layer under this cache (`store.shared_cache`), or None."""
         _clean_leftovers_once(self.root)
+        self._pack_lock, self._packs = _indexes(self.root)
+        self._loose: dict[str, int] = {}  # shard -> loose entries written since this cache last counted
 
     def path(self, key: str) -> Path:
+        """Where the loose entry of `key` is (or would be) written; a packed entry lives in `pack_path(key)`."""
         return self.root / key[:2] / f"{key}.json"
+
+    def pack_path(self, key: str) -> Path:
+        return self.root / "packs" / f"{key[:2]}.pack"
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored answer, or None when there is none or it is damaged (then moved to `corrupt/`)."""
@@ -282,7 +357,7 @@ class CallCache:
         try:
             data = p.read_bytes()
         except FileNotFoundError:
-            return None
+            return self._get_packed(key)
         except OSError as exc:
             self._quarantine(p, b"", f"unreadable: {type(exc).__name__}")
             return None
@@ -290,6 +365,46 @@ class CallCache:
         if value is None:
             self._quarantine(p, data, reason or "")
         return value
+
+    def _packed_bytes(self, key: str) -> bytes | None:
+        """The last packed line of `key` (the index extended once if the pack grew since it was scanned)."""
+        shard, pack = key[:2], self.pack_path(key)
+        with self._pack_lock:
+            index = self._packs.setdefault(shard, _PackIndex())
+            if key not in index.where:
+                try:
+                    grown = pack.stat().st_size > index.size
+                except FileNotFoundError:
+                    return None
+                if not grown:
+                    return None
+                index.extend(pack)
+            at = index.where.get(key)
+        if at is None:
+            return None
+        with open(pack, "rb") as fh:
+            fh.seek(at[0])
+            return fh.read(at[1])
+
+    def _get_packed(self, key: str) -> dict[str, Any] | None:
+        data = self._packed_bytes(key)
+        if data is None:
+            return None
+        value, reason = _decode(data, key)
+        if value is None:
+            # A pack is never rewritten in place: the damaged line is copied aside and forgotten here; the call is
+            # asked again and its new (loose) entry shadows this line.
+            dest = self.root / "corrupt" / f"{key}.{digest_bytes(data)[:16]}.json"
+            atomic_write_bytes(dest, data, fsync=False)
+            with self._pack_lock:
+                self._packs[key[:2]].where.pop(key, None)
+            log.warning("call cache: discarded the packed entry of %s in %s (%s); copied to %s, the call will be asked again",
+                        key[:16], self.pack_path(key), reason, dest)  # fmt: skip
+        return value
+
+    def has(self, key: str) -> bool:
+        """Whether an entry of `key` is stored (loose or packed), without checking it."""
+        return self.path(key).exists() or self._packed_bytes(key) is not None
 
     def _quarantine(self, p: Path, data: bytes, reason: str) -> None:
         dest = self.root / "corrupt" / f"{p.stem}.{digest_bytes(data)[:16]}.json"
@@ -307,8 +422,8 @@ class CallCache:
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         p = self.path(key)
-        if p.exists():
-            old = p.read_bytes()
+        old = p.read_bytes() if p.exists() else self._packed_bytes(key)
+        if old is not None:
             atomic_write_bytes(self.root / "history" / f"{key}.{digest_bytes(old)[:16]}.json", old)
         data = _encode(key, value)
         # No fsync: an entry checks itself on read (checksum, key), so one a power loss left empty or torn
@@ -316,13 +431,73 @@ class CallCache:
         atomic_write_bytes(p, data, fsync=False)
         if self.shared is not None:
             self.shared.put(key, data)
+        self._count_loose(p.parent)
+
+    def _count_loose(self, shard_dir: Path) -> None:
+        shard = shard_dir.name
+        with self._pack_lock:
+            n = self._loose[shard] = self._loose.get(shard, -1) + 1
+        if n == 0 or n >= self.pack_at:  # the first write of this process in the shard counts what is there
+            self.pack_shard(shard_dir)
+
+    def pack_shard(self, shard_dir: Path) -> int:
+        """Append the shard's loose entries to its pack (when it holds `pack_at` or more) and remove them;
+        returns how many were packed. Damaged ones are quarantined, as a read would. One packer per shard at a
+        time across processes (an flock on `packs/<shard>.lock`); readers never wait: an entry is in the pack
+        before its loose file goes."""
+        shard = shard_dir.name
+        names = [n for n in os.listdir(shard_dir) if n.endswith(".json") and not n.startswith(".")] if shard_dir.is_dir() else []
+        with self._pack_lock:
+            self._loose[shard] = len(names)
+        if len(names) < self.pack_at:
+            return 0
+        packs = self.root / "packs"
+        packs.mkdir(exist_ok=True)
+        fd = os.open(packs / f"{shard}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return self._pack_locked(shard_dir, packs / f"{shard}.pack")
+        finally:
+            os.close(fd)  # drops the flock
+
+    def _pack_locked(self, shard_dir: Path, pack: Path) -> int:
+        taken: list[tuple[Path, int]] = []
+        chunks: list[bytes] = []
+        for p in sorted(shard_dir.glob("*.json")):
+            try:
+                ino = p.stat().st_ino
+                data = p.read_bytes()
+            except FileNotFoundError:
+                continue  # packed or moved by another process meanwhile
+            if _decode(data, p.stem)[0] is None:
+                self.get(p.stem)  # quarantines it, with its reason
+                continue
+            taken.append((p, ino))
+            chunks.append(data if data.endswith(b"\n") else data + b"\n")
+        if chunks:
+            with open(pack, "ab") as fh:
+                if fh.tell() > 0:
+                    with open(pack, "rb") as check:
+                        check.seek(-1, os.SEEK_END)
+                        if check.read(1) != b"\n":
+                            fh.write(b"\n")  # a torn last line (a killed packer) stays one line of its own
+                fh.write(b"".join(chunks))
+        for p, ino in taken:
+            try:
+                if p.stat().st_ino == ino:  # not replaced since it was read (a refresh writes a new file)
+                    p.unlink()
+            except FileNotFoundError:
+                pass
+        with self._pack_lock:
+            self._loose[shard_dir.name] = 0
+        return len(chunks)
 
     def prefetch(self, keys: Iterable[str]) -> int:
         """Copy the shared layer's sound entries of the keys missing here into this cache (one concurrent
         fetch), so they are read like any local entry; returns how many were copied."""
         if self.shared is None:
             return 0
-        missing = [k for k in keys if not self.path(k).exists()]
+        missing = [k for k in keys if not self.has(k)]
         found = self.shared.fetch(missing)
         for key, data in found.items():
             atomic_write_bytes(self.path(key), data)
@@ -392,4 +567,21 @@ def verify_call_cache(calls_root: str | Path) -> list[tuple[str, str]]:
                 _, reason = _decode(data, p.stem)
             if reason is not None:
                 bad.append((str(p), reason))
+    for pack in sorted((root / "packs").glob("*.pack")):
+        bad.extend(_verify_pack(pack))
+    return bad
+
+
+def _verify_pack(pack: Path) -> list[tuple[str, str]]:
+    """(`<pack>:<byte offset>`, reason) for every damaged line of a pack, or a line in another shard's pack."""
+    bad: list[tuple[str, str]] = []
+    at = 0
+    with open(pack, "rb") as fh:
+        for line in fh:
+            value, reason = _decode(line, None)
+            if value is not None and not orjson.loads(line)["key"].startswith(pack.stem):
+                reason = f"an entry of another shard (key {orjson.loads(line)['key'][:16]}…)"
+            if reason is not None:
+                bad.append((f"{pack}:{at}", reason))
+            at += len(line)
     return bad

@@ -33,7 +33,7 @@ import polars as pl
 from ..config import MetricsParams, SweepVariant
 from ._compare import mcnemar_exact_p
 from ._definitions import MacroF1
-from ._estimates import bootstrap_weights, percentile_interval, seeded_rng
+from ._estimates import bootstrap_weights, holm_adjusted, percentile_interval, seeded_rng
 from ._views import pairwise_view, pointwise_view
 
 __all__ = ["NULL_WHEN_UNMEASURED", "SPREAD_KNOBS", "sweeps_json"]
@@ -301,8 +301,6 @@ def sweeps_json(
     out (as in metrics.json). `_sweep`: the spread of strict accuracy across the prompt and the model knob
     (`SPREAD_KNOBS`) and `disagreement_matrix` (+ `_n_items`) between every two of the sweep's judges on the split,
     bases included."""
-    from statsmodels.stats.multitest import multipletests
-
     point = pointwise if pointwise is not None else pl.DataFrame(schema={"dataset": pl.String, "judge": pl.String, "idea_id": pl.String})
     tables = {"pairwise": verdicts, "pointwise": point}
     sweeps: dict[str, dict[str, SweepVariant]] = {}
@@ -330,7 +328,7 @@ def sweeps_json(
                 if "mcnemar_p" in rows[vid]:
                     rows[vid]["mcnemar_p_holm"] = None
             if tested:
-                holm = multipletests([rows[v]["mcnemar_p"] for v in tested], method="holm")[1]
+                holm = holm_adjusted([rows[v]["mcnemar_p"] for v in tested])
                 for vid, p in zip(tested, holm):
                     rows[vid]["mcnemar_p_holm"] = float(p)
             here = verdicts.filter(pl.col("dataset") == ds)

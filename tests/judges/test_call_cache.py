@@ -17,6 +17,7 @@ from mock_llm import MockLLM
 
 from novelty_audit.artifacts import temp_prefix
 from novelty_audit.judges import CallCache, call_key, endpoint_id, verify_caches
+from novelty_audit.llm import verify_call_cache
 
 KEY = "sk-test-SECRET123"
 
@@ -366,3 +367,64 @@ def test_opening_a_runs_stripes_makes_each_of_its_claims_quick(tmp_path):
     assert all(c is not None for c in claims)
     for c in claims:
         c.release()
+
+
+def _shard_keys(n: int, shard: str = "ab") -> list[str]:
+    return [f"{shard}{i:062x}" for i in range(n)]
+
+
+def test_a_shard_packs_its_loose_entries_once_it_holds_pack_at_of_them_and_every_entry_reads_back(tmp_path):
+    cache = CallCache(tmp_path / "calls")
+    keys = _shard_keys(cache.pack_at * 3 + 5)
+    for i, k in enumerate(keys):
+        cache.put(k, {"outcome": "valid", "choice": i % 2, "i": i})
+    loose = list((tmp_path / "calls" / "ab").glob("*.json"))
+    assert 0 < len(loose) < cache.pack_at, "the file count stays bounded"
+    assert (tmp_path / "calls" / "packs" / "ab.pack").is_file()
+    assert [cache.get(k)["i"] for k in keys] == list(range(len(keys)))
+    other = CallCache(tmp_path / "calls")  # another judge's cache on the same root
+    assert [other.get(k)["i"] for k in keys] == list(range(len(keys)))
+    assert verify_call_cache(tmp_path / "calls") == []
+
+
+def test_a_reader_finds_entries_packed_after_it_first_looked(tmp_path):
+    writer, reader = CallCache(tmp_path / "calls"), CallCache(tmp_path / "calls")
+    keys = _shard_keys(writer.pack_at * 2)
+    for k in keys[: writer.pack_at]:
+        writer.put(k, {"outcome": "valid", "choice": 0})
+    assert reader.get(keys[0]) is not None and reader.get(keys[-1]) is None
+    for k in keys[writer.pack_at :]:
+        writer.put(k, {"outcome": "valid", "choice": 1})
+    assert reader.get(keys[-1]) == {"outcome": "valid", "choice": 1}
+
+
+def test_a_damaged_packed_entry_is_never_returned_and_its_new_answer_shadows_it(tmp_path, caplog):
+    root = tmp_path / "calls"
+    cache = CallCache(root)
+    keys = _shard_keys(cache.pack_at)
+    for k in keys:
+        cache.put(k, {"outcome": "valid", "choice": 0})
+    pack = root / "packs" / "ab.pack"
+    data = bytearray(pack.read_bytes())
+    data[data.index(b'"choice":') + 9] ^= 0x01  # one flipped bit in the first packed entry's choice
+    pack.write_bytes(bytes(data))
+    fresh = CallCache(root)
+    bad = verify_call_cache(root)
+    assert bad == [(f"{pack}:0", "checksum mismatch: the stored answer was changed after it was written")]
+    with caplog.at_level(logging.WARNING, logger="novelty_audit.llm._cache"):
+        assert fresh.get(keys[0]) is None
+    assert len(list((root / "corrupt").iterdir())) == 1 and str(pack) in caplog.text
+    assert fresh.get(keys[1]) == {"outcome": "valid", "choice": 0}
+    fresh.put(keys[0], {"outcome": "valid", "choice": 1})  # asked again
+    assert fresh.get(keys[0]) == CallCache(root).get(keys[0]) == {"outcome": "valid", "choice": 1}
+
+
+def test_replacing_a_packed_answer_keeps_the_old_one_in_history(tmp_path):
+    cache = CallCache(tmp_path / "calls")
+    keys = _shard_keys(cache.pack_at)
+    for k in keys:
+        cache.put(k, {"outcome": "valid", "choice": 0})
+    assert not cache.path(keys[0]).exists()
+    cache.put(keys[0], {"outcome": "valid", "choice": 1})
+    assert cache.get(keys[0]) == {"outcome": "valid", "choice": 1}
+    assert len(list((tmp_path / "calls" / "history").iterdir())) == 1

@@ -13,6 +13,7 @@ from novelty_audit.metrics import (
     Resampler,
     bootstrap_weights,
     compute_metrics,
+    holm_adjusted,
     seeded_rng,
     wilson_interval,
 )
@@ -102,3 +103,12 @@ def test_batched_percentiles_equal_numpy_quantile_row_by_row_and_skip_nan_resamp
     want = np.array([np.quantile(r[np.isfinite(r)], [0.025, 0.975]) for r in x])
     lo, hi = percentile_intervals(x.copy(), 0.95)
     assert lo == pytest.approx(want[:, 0]) and hi == pytest.approx(want[:, 1])
+
+
+def test_holm_adjustment_equals_statsmodels_number_for_number():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(7)
+    cases = [[0.01, 0.04, 0.03, 0.2], [0.5], [1.0, 1.0, 0.9], [0.02, 0.02, 0.02, 0.001], list(rng.random(40) ** 3)]
+    for p in cases:
+        assert holm_adjusted(p).tolist() == multipletests(p, method="holm")[1].tolist()

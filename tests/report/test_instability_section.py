@@ -247,6 +247,23 @@ def test_a_run_without_sweeps_has_no_instability_section(tmp_path, sweeps):
     assert not any(n.startswith("sweep_") for n in rep.plots)
 
 
+def test_every_chart_the_report_renders_is_a_valid_vega_lite_spec(tmp_path, monkeypatch):
+    # The report renders without altair's per-chart schema pass (speed); the specs are held to the schema here.
+    import vl_convert
+    from altair.utils.schemapi import validate_jsonschema
+    from altair.vegalite.v6.schema.core import load_schema
+
+    specs: list[dict] = []
+    render = vl_convert.vegalite_to_svg
+    monkeypatch.setattr(vl_convert, "vegalite_to_svg", lambda spec, *a, **k: (specs.append(spec), render(spec, *a, **k))[1])
+    _build(tmp_path, SWEEPS)
+    marks = {str(layer.get("mark")) for s in specs for layer in [s, *s.get("layer", [])]}
+    assert len(specs) >= 6 and any("rect" in m for m in marks), "forest plots, heatmaps and the study's charts were rendered"
+    schema = load_schema()
+    for spec in specs:
+        validate_jsonschema(spec, schema)
+
+
 @needs_browser
 def test_the_section_renders_in_chromium_every_chart_decodes_and_no_sweep_table_runs_off_the_page(swept, tmp_path, monkeypatch):
     from selenium.webdriver.support.ui import WebDriverWait
