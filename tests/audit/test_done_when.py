@@ -1,4 +1,4 @@
-"""Issue 11 "Done when", on a tiny corpus with a real TF-IDF Yin judge (the lead runs the dvc version by hand):
+"""The evidence audit end to end, on a tiny corpus with a real TF-IDF Yin judge (the `dvc repro` version is run by hand):
 a near-paraphrase of an idea the judge gets right enters the corpus → an `evidence` change naming that record's
 title as decisive; adjudicated `incorrect`; a different paraphrase with another title → the same pair/verdict
 change is `unadjudicated`; adjudicating a pair that does not exist exits 2."""

@@ -1,4 +1,4 @@
-"""Issue 26 "Done when", with the real default distance judges (MiniLM Yin/kNN/RND, TF-IDF kNN, args as shipped)
+"""Near-duplicate evidence, with the real default distance judges (MiniLM Yin/kNN/RND, TF-IDF kNN, args as shipped)
 on benchmark ideas and a slice of the default corpus: one paraphrase of a benchmark idea is added to the corpus.
 Every evidence change names what decided it, all of them form one group, and the audit names the judges whose
 leakage filter dropped the paraphrase (the MiniLM ones: cosine ≥ 0.95) and those that kept it (TF-IDF)."""
