@@ -73,10 +73,10 @@ def test_missing_corpus_shards_fan_out_and_the_tables_equal_the_plain_stage(pref
             stored_shards.append(tuple(sorted(digests)))
         return real_put(self, model_id, digests, vectors, **kw)
 
-    def recorded(self, texts):
+    def recorded(self, texts, **kw):
         with lock:
             encoded.update(text_digest(t) for t in texts)
-        return real_encode(self, texts)
+        return real_encode(self, texts, **kw)
 
     monkeypatch.setattr(EmbeddingCache, "put_shard", put_shard)
     monkeypatch.setattr(SentenceTransformerEmbedder, "_encode_uncached", recorded)

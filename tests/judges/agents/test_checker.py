@@ -250,8 +250,9 @@ class BagOfWordsEmbedder(SentenceTransformerEmbedder):
     def __init__(self, cache_dir):  # no model directory to resolve or load
         self.cache, self._model_id = embedding_cache(cache_dir), "test-bag-of-words@0"
         self.encoder_calls = self.texts_encoded = 0
+        self.progress_label = None  # the real embedder's progress line: none for a test double
 
-    def _encode_uncached(self, texts):
+    def _encode_uncached(self, texts, *, progress=False):
         self.encoder_calls += 1
         self.texts_encoded += len(texts)
         return bag_of_words(texts).astype(np.float32)
