@@ -270,15 +270,20 @@ _OTHER_VOTE = {
 
 def _leading_label(task: str, value: str) -> int | str | None:
     """The label an answer value starts with, when nothing after it could be another vote: `"B".`, ` "A"`,
-    `"B". This answer is the most novel…` (what a small base model writes after `Answer:`). None otherwise: a
-    placeholder or an echoed format (`A or B`, `<A|B>`, `"A" (or "B")`) has a second label or its markup."""
+    `"B". This answer is the most novel…`, `"B" (a.k.a. B)` (what a small base model writes after `Answer:`). None
+    otherwise: a placeholder or an echoed format (`A or B`, `<A|B>`, `"A" (or "B")`) has a second label or its
+    markup."""
     m = _LEADING_LABEL[task].match(value.strip())
-    if m is None or _OTHER_VOTE[task].search(m.group(2)):
+    if m is None:
         return None
     label = m.group(1)
     if task == "pairwise" and label.islower() and m.group(2):
         return None  # "a new method…": the article, not the label
-    return _value_to_choice(task, label)
+    choice = _value_to_choice(task, label)
+    # The same label said again (`"B" (a.k.a. B)`) is no second vote; another label or any markup is.
+    if any(_value_to_choice(task, o.group(0)) != choice for o in _OTHER_VOTE[task].finditer(m.group(2))):
+        return None
+    return choice
 
 
 def _loads(candidate: str) -> object:

@@ -36,7 +36,7 @@ def base_model(build, mock, *, tasks, stop=None):
                  reasoning="none", votes=1, sampling=sampling, backoff_s=0.001, max_retries=1, tasks=tasks)  # fmt: skip
 
 
-@pytest.mark.parametrize("continuation", ["\nA", " B", "\n\nA."])
+@pytest.mark.parametrize("continuation", ["\nA", " B", "\n\nA.", "\nA. Idea A is more novel because it"])
 def test_a_label_after_a_newline_or_a_space_is_a_vote(build, mock_llm, continuation):
     mock_llm.answer = lambda body, nth: continuation
     rows = base_model(build, mock_llm, tasks=("pairwise",)).judge(make_pairs(2), []).pairwise
@@ -47,8 +47,8 @@ def test_a_label_after_a_newline_or_a_space_is_a_vote(build, mock_llm, continuat
         assert r["votes_forward"] == [r[f"idea_{slot}"]] and r["votes_reverse"] == [r[f"idea_{1 - slot}"]]
 
 
-@pytest.mark.parametrize("continuation", ["\n<A or B>", "\nA or B", "\nA. Idea A is more novel because it"])
-def test_an_echoed_placeholder_or_a_label_with_more_text_is_no_vote(build, mock_llm, continuation):
+@pytest.mark.parametrize("continuation", ["\n<A or B>", "\nA or B", "\nA. Idea B is less novel because it"])
+def test_an_echoed_placeholder_or_a_label_with_another_label_is_no_vote(build, mock_llm, continuation):
     mock_llm.answer = lambda body, nth: continuation
     rows = base_model(build, mock_llm, tasks=("pairwise",)).judge(make_pairs(2), []).pairwise
     assert all(r["n_valid"] == 0 and r["n_invalid"] == 2 and r["verdict"] == "none" for r in rows), rows

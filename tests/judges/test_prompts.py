@@ -140,6 +140,7 @@ def test_what_stands_below_a_bare_answer_line_must_be_one_label_and_the_last_lin
         (" “B”", 1),
         (" **A**", 0),
         (" Idea B. It reuses no prior method.", 1),
+        (' "B" (a.k.a. B)', 1),  # the same label again: still one vote
     ],
 )
 def test_a_completion_that_is_one_label_and_nothing_else_that_could_be_a_vote_counts(continuation, choice):
@@ -160,6 +161,8 @@ def test_a_completion_that_is_one_label_and_nothing_else_that_could_be_a_vote_co
         " a new benchmark for robots",  # the article, not a label
         ' "B". A new approach.',  # "A" as a word: could be a vote
         " [A]",
+        " <A>",  # a placeholder's markup around a label
+        ' "A" (a.k.a. B)',
         ' "C"',
         "",
     ],
