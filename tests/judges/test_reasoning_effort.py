@@ -11,7 +11,6 @@ import pytest
 from mock_arxiv import entry
 
 from novelty_audit.config import REASONING_EFFORTS
-from novelty_audit.errors import ConfigError
 from novelty_audit.judges import Idea, PointItem
 from novelty_audit.judges._llm import AnthropicArgs, LLMArgs
 from novelty_audit.judges.agents._ai_scientist import AiScientistArgs
