@@ -6,16 +6,20 @@ them can be the first module a process imports (a Dask worker unpickling a Param
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Frozen", "CONTROL_BACKENDS", "DATASET_NAMES", "REASONING_EFFORTS", "DuplicateKeyError", "check_name", "round_trip_yaml",
+__all__ = ["Frozen", "CONTROL_BACKENDS", "DATASET_NAMES", "REASONING_EFFORTS", "SLUG", "DuplicateKeyError", "check_name", "round_trip_yaml",
            "safe_load_unique"]
 
 DATASET_NAMES = ("human-only", "human-plus-generated")
+SLUG = re.compile(r"[a-z0-9][a-z0-9._-]*")
+"""A name that is also part of an id, a file name or a params key (sweeps, candidate sets): lowercase letters, digits,
+'.', '_' or '-', starting with a letter or digit (use `fullmatch`)."""
 CONTROL_BACKENDS = frozenset({"always-first", "always-second", "random", "abstain"})
 """The control judges' backends: the floor a real judge must beat, left out of spreads over judge configurations."""
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, ValidationInfo, field_validator, model_serializer, model_validator
 
-from ._base import DATASET_NAMES, Frozen, check_name
+from ._base import DATASET_NAMES, SLUG, Frozen, check_name
 from ._sweeps import SweepSpec, SweepVariant, expand_sweeps
 
 DEFAULT_MAX_VARIANTS = 500
@@ -283,12 +283,10 @@ class JudgeParams(Frozen):
     @field_validator("judges")
     @classmethod
     def _kebab_ids(cls, v: dict[str, JudgeSpec]) -> dict[str, JudgeSpec]:
-        import re
-
         for name in v:
             check_name(name, "judge id")
             sweep, slash, rest = name.partition("/")  # a sweep variant: <sweep>/[<base>/]<knob>=<value>[,…]
-            if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", sweep) or (slash and not rest):
+            if not SLUG.fullmatch(sweep) or (slash and not rest):
                 raise ValueError(f"judge id '{name}' must be lowercase letters, digits, '.', '_' or '-'")
         return v
 

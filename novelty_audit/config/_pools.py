@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from ._signals import LLMSpec, PinnedFile
-from ._base import Frozen, check_name
+from ._base import SLUG, Frozen, check_name
 
 __all__ = [
     "PercentileRule", "PoolRules", "GeneratedPoolParams", "StripParams", "PoolsParams", "TitleBlocklist", "CandidateSet",
@@ -25,7 +25,6 @@ GENERATED_PAIRS = "constructed-human-plus-generated"
 """The dataset of D+ × generated pairs built from reviews and the generated pool."""
 LOW_SUFFIX = "-vs-low"
 """A candidate set NAME's pairs against D- human ideas form the dataset NAME-vs-low (the floor)."""
-_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
 def check_set_name(name: str) -> str:
@@ -33,7 +32,7 @@ def check_set_name(name: str) -> str:
     under data/candidates/ and a DVC params key, lower-case letters, digits, `.`, `_`, `-`, starting with a letter or
     digit (no spaces, `/` or `:`)."""
     check_name(name, "pools.candidates")  # the shared rule for names: one line of visible text
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or len(name) > 64:
+    if not isinstance(name, str) or not SLUG.fullmatch(name) or len(name) > 64:
         raise ValueError(f"candidate set name {name!r} must match [a-z0-9][a-z0-9._-]* (at most 64 characters)")
     if name.endswith(LOW_SUFFIX) or re.fullmatch(r".*-seed-\d+", name) or name in (HUMAN_PAIRS, GENERATED_PAIRS):
         raise ValueError(f"candidate set name {name!r} is reserved (it would collide with a dataset the pools stage names)")

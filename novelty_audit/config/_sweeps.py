@@ -15,12 +15,11 @@ a variant of (`pin.datasets.<split>.variant_of`, docs/sweeps.md). Imports nothin
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Literal
 
 from pydantic import SerializerFunctionWrapHandler, ValidationError, field_validator, model_serializer, model_validator
 
-from ._base import REASONING_EFFORTS, Frozen, check_name
+from ._base import REASONING_EFFORTS, SLUG, Frozen, check_name
 
 __all__ = ["KNOBS", "KNOB_NOTES", "SweepSpec", "SweepVariant", "expand_sweeps", "variant_value_text"]
 
@@ -211,7 +210,7 @@ def expand_sweeps(
     info: dict[str, SweepVariant] = {}
     for name, sweep in sweeps.items():
         where = f"judge.sweeps.{name}"
-        if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", name):
+        if not SLUG.fullmatch(name):
             raise ValueError(f"{where}: a sweep name must be lowercase letters, digits, '.', '_' or '-' (it starts every variant id)")
         several = sweep.bases is not None
         for base_id in sweep.base_ids():
