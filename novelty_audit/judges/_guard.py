@@ -21,6 +21,7 @@ blocks, markdown quotes and code fences are not the model's decision.
 
 from __future__ import annotations
 
+import functools
 import re
 from importlib import resources
 from typing import Any, NamedTuple
@@ -91,6 +92,7 @@ class Guard(Frozen):
         return guard_notes(self, system)
 
 
+@functools.cache  # a packaged file, read for every rendered prompt of a guarded judge
 def _read(name: str) -> bytes:
     return resources.files("novelty_audit").joinpath("prompts", name).read_bytes()
 
@@ -111,6 +113,7 @@ def _break_markers(text: str) -> str:
     return re.sub(r">{3,}", lambda m: " >" * len(m.group(0)), safe)
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of the text: each idea is shown in many prompts of a sweep
 def strip_address(text: str) -> str:
     """`text` without the lines that address the reader (see `_ADDRESS`); blank runs left behind collapse."""
     kept = [ln for ln in text.splitlines() if not any(p.search(ln) for p in _ADDRESS)]

@@ -29,7 +29,7 @@ from ..llm import (
     check_anthropic_sampling,
     completion_prompt,
 )
-from ._base import JudgeContext
+from ._base import Idea, JudgeContext
 from ._guard import Guard
 from ._prompts import PromptTemplate, load_prompt, parse_verdict, template_knobs
 from ._protocol import Call, CallResult, VoteJudge
@@ -272,7 +272,14 @@ class LLMJudge(VoteJudge):
 
     def run_calls(self, calls: Sequence[Call]) -> list[CallResult]:
         # Rendered only: the engine keys each request once (keying here too cost a second digest per call).
-        requests = [self._request(call, self._render(call)) for call in calls]
+        # The votes of one question share its rendered prompt (the same object), so the engine digests it once.
+        rendered: dict[tuple[str, tuple[Idea, ...]], Payload] = {}
+        requests = []
+        for call in calls:
+            payload = rendered.get((call.task, call.shown))
+            if payload is None:
+                payload = rendered[(call.task, call.shown)] = self._render(call)
+            requests.append(self._request(call, payload))
         replies = self.llm.ask(requests)
         return [self._result(r.key, self._reparsed(c, r.entry) if r.cached else r.entry, cached=r.cached) for c, r in zip(calls, replies, strict=True)]
 

@@ -13,11 +13,14 @@ under it: `prefetch` copies its sound entries of local misses in, `put` writes n
 
 Packs bound the file count: once a shard directory (`<first two hex of the key>/`) holds `PACK_AT` loose entries,
 the writer appends their exact bytes to `packs/<shard>.pack` (one entry per line, append only, so an offset never
-moves) and removes them; a shard therefore never holds more than `PACK_AT` loose files, whatever the run's size.
+moves) and removes them; from then on each new entry of the shard is appended to its pack directly, one write
+under the shard's pack lock (no temp file, rename, re-read or unlink per answer: at paper scale that was a fifth
+of a fresh run's CPU). A shard therefore never holds more than `PACK_AT` loose files, whatever the run's size.
 A lookup reads the loose file first, then the shard's pack through an index of key → (offset, length) built by
 scanning the pack once per process and extended when the pack has grown. A packed entry is checked on every read
 exactly as a loose one (key and checksum); a damaged one is copied to `corrupt/` and the call asked again (its new
-loose entry shadows the packed one, and the next packing supersedes it: the last line of a key wins).
+line shadows the damaged one: the last line of a key wins). A killed writer may leave a torn last line: the next
+append ends it first, so it stays a line of its own and fails its check if ever read.
 
 `try_claim` gives one process at a time the right to send a call, so two processes sharing a store never pay
 for the same call twice. Claims are striped: a key's claim is an flock on `claims/<first two hex of the key>.lock`
@@ -88,20 +91,38 @@ def endpoint_id(backend: str, endpoint: str | None) -> str:
     return f"{scheme}://{host}{path}"
 
 
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
 def call_key(
-    *, backend: str, model: str, endpoint: str | None, sampling: dict[str, Any], prompt_bytes: bytes, vote_index: int
+    *,
+    backend: str,
+    model: str,
+    endpoint: str | None,
+    sampling: dict[str, Any],
+    prompt_bytes: bytes | None = None,
+    vote_index: int,
+    prompt_sha256: str | None = None,
 ) -> str:
     """The identity of one call: everything that decides its answer, nothing that does not.
 
     `endpoint` is the base URL the request goes to (None: the provider's default endpoint); it is
-    normalized by `endpoint_id`."""
+    normalized by `endpoint_id`. The prompt is given as its canonical bytes, or as their sha256 when the caller
+    already has it (the votes of one prompt share it)."""
+    if (prompt_bytes is None) == (prompt_sha256 is None):
+        raise ValueError("call_key takes the prompt's bytes or their sha256, one of the two")
     return digest_obj(
         {
             "backend": backend,
             "model": model,
             "endpoint": endpoint_id(backend, endpoint),
             "sampling": sampling,
-            "prompt_sha256": digest_bytes(prompt_bytes),
+            "prompt_sha256": prompt_sha256 if prompt_sha256 is not None else digest_bytes(prompt_bytes),
             "vote_index": vote_index,
         }
     )
@@ -338,11 +359,13 @@ class CallCache:
 
     def __init__(self, root: str | Path, shared: SharedCallCache | None = None):
         self.root = Path(root)
+        self._dir = str(self.root)
         self.shared = shared
         """The team-shared layer under this cache (`store.shared_cache`), or None."""
         _clean_leftovers_once(self.root)
         self._pack_lock, self._packs = _indexes(self.root)
         self._loose: dict[str, int] = {}  # shard -> loose entries written since this cache last counted
+        self._packed: set[str] = set()  # shards seen to have a pack
 
     def path(self, key: str) -> Path:
         """Where the loose entry of `key` is (or would be) written; a packed entry lives in `pack_path(key)`."""
@@ -353,38 +376,62 @@ class CallCache:
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored answer, or None when there is none or it is damaged (then moved to `corrupt/`)."""
-        p = self.path(key)
+        # String paths, not Path objects: a cached rerun looks up every call, and pathlib's parsing showed.
+        loose = f"{self._dir}/{key[:2]}/{key}.json"
         try:
-            data = p.read_bytes()
+            with open(loose, "rb") as fh:
+                data = fh.read()
         except FileNotFoundError:
             return self._get_packed(key)
         except OSError as exc:
-            self._quarantine(p, b"", f"unreadable: {type(exc).__name__}")
+            self._quarantine(Path(loose), b"", f"unreadable: {type(exc).__name__}")
             return None
         value, reason = _decode(data, key)
         if value is None:
-            self._quarantine(p, data, reason or "")
+            self._quarantine(Path(loose), data, reason or "")
         return value
+
+    def get_all(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The sound stored answers of `keys` (misses left out), each checked as by `get`. One listing per
+        shard directory replaces a failed open per key of a packed shard (a cached rerun looks up every call);
+        an entry written after its directory was listed is missed here and found by `get` once the call is claimed."""
+        listed: dict[str, frozenset[str]] = {}
+        out: dict[str, dict[str, Any]] = {}
+        for key in keys:
+            shard = key[:2]
+            names = listed.get(shard)
+            if names is None:
+                try:
+                    names = listed[shard] = frozenset(os.listdir(f"{self._dir}/{shard}"))
+                except (FileNotFoundError, NotADirectoryError):
+                    names = listed[shard] = frozenset()
+            value = self.get(key) if f"{key}.json" in names else self._get_packed(key)
+            if value is not None:
+                out[key] = value
+        return out
 
     def _packed_bytes(self, key: str) -> bytes | None:
         """The last packed line of `key` (the index extended once if the pack grew since it was scanned)."""
-        shard, pack = key[:2], self.pack_path(key)
+        shard = key[:2]
+        pack = f"{self._dir}/packs/{shard}.pack"
         with self._pack_lock:
             index = self._packs.setdefault(shard, _PackIndex())
             if key not in index.where:
                 try:
-                    grown = pack.stat().st_size > index.size
+                    grown = os.stat(pack).st_size > index.size
                 except FileNotFoundError:
                     return None
                 if not grown:
                     return None
-                index.extend(pack)
+                index.extend(Path(pack))
             at = index.where.get(key)
         if at is None:
             return None
-        with open(pack, "rb") as fh:
-            fh.seek(at[0])
-            return fh.read(at[1])
+        fd = os.open(pack, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return os.pread(fd, at[1], at[0])
+        finally:
+            os.close(fd)
 
     def _get_packed(self, key: str) -> dict[str, Any] | None:
         data = self._packed_bytes(key)
@@ -393,7 +440,7 @@ class CallCache:
         value, reason = _decode(data, key)
         if value is None:
             # A pack is never rewritten in place: the damaged line is copied aside and forgotten here; the call is
-            # asked again and its new (loose) entry shadows this line.
+            # asked again and its new line, appended after it, shadows it (the last line of a key wins).
             dest = self.root / "corrupt" / f"{key}.{digest_bytes(data)[:16]}.json"
             atomic_write_bytes(dest, data, fsync=False)
             with self._pack_lock:
@@ -421,17 +468,66 @@ class CallCache:
         log.warning("call cache: discarded %s (%s); moved to %s, the call will be asked again", p, reason, dest)
 
     def put(self, key: str, value: dict[str, Any]) -> None:
+        """Keep the answer of `key`: a loose file while its shard has no pack, else a line appended to the pack
+        (an older answer of the key goes to `history/` first; a loose one is removed, since it would shadow the line)."""
         p = self.path(key)
-        old = p.read_bytes() if p.exists() else self._packed_bytes(key)
+        loose = _read_or_none(p)
+        old = loose if loose is not None else self._packed_bytes(key)
         if old is not None:
             atomic_write_bytes(self.root / "history" / f"{key}.{digest_bytes(old)[:16]}.json", old)
         data = _encode(key, value)
-        # No fsync: an entry checks itself on read (checksum, key), so one a power loss left empty or torn
-        # is quarantined and asked again; the sync per answer was a third of the call layer's own CPU.
-        atomic_write_bytes(p, data, fsync=False)
+        if self._has_pack(key[:2]):
+            self._append(key, data)
+            if loose is not None:
+                p.unlink(missing_ok=True)
+        else:
+            # No fsync: an entry checks itself on read (checksum, key), so one a power loss left empty or torn
+            # is quarantined and asked again; the sync per answer was a third of the call layer's own CPU.
+            atomic_write_bytes(p, data, fsync=False)
+            self._count_loose(p.parent)
         if self.shared is not None:
             self.shared.put(key, data)
-        self._count_loose(p.parent)
+
+    def _has_pack(self, shard: str) -> bool:
+        """Whether the shard has a pack (then new entries are appended to it): remembered once seen, since a
+        pack is never removed."""
+        if shard in self._packed:
+            return True
+        if os.path.exists(self.pack_path(shard)):
+            self._packed.add(shard)
+            return True
+        return False
+
+    def _append(self, key: str, data: bytes) -> None:
+        """Append one entry line to its shard's pack under the shard's pack lock (the packer's), in one write;
+        a torn last line left by a killed writer is ended first, so it stays a line of its own (and fails its
+        check on read). A fresh answer thus costs one append: no temp file, rename, later re-read or unlink."""
+        shard, packs = key[:2], self.root / "packs"
+        lock = os.open(packs / f"{shard}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            fd = os.open(packs / f"{shard}.pack", os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                at = os.fstat(fd).st_size
+                lead = 1 if at and os.pread(fd, 1, at - 1) != b"\n" else 0
+                if lead:
+                    data = b"\n" + data
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            if exc.filename is None:
+                exc.filename = str(packs / f"{shard}.pack")  # a full disk names the file to make room for
+            raise
+        finally:
+            os.close(lock)
+        with self._pack_lock:
+            index = self._packs.setdefault(shard, _PackIndex())
+            if index.size == at:  # nothing unscanned before this line: index it without reading it back
+                index.where[key] = (at + lead, len(data) - lead)
+                index.size = at + len(data)
 
     def _count_loose(self, shard_dir: Path) -> None:
         shard = shard_dir.name

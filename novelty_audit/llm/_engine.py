@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from queue import SimpleQueue
 from typing import Any
 
-from ..artifacts import canonical_bytes
+from ..artifacts import canonical_bytes, digest_bytes
 from ..config import CallSettings, Price
 from ..errors import BudgetExceededError, ConfigError, StorageError, storage_error
 from ._budget import Budget
@@ -528,14 +528,22 @@ class LLMClient:
             got = self._sampling_dumps[id(s)] = (s, s.model_dump(mode="json"))
         return got[1]
 
-    def key(self, request: Request) -> str:
+    def key(self, request: Request, prompts: dict[int, tuple[str, int]] | None = None) -> str:
         """The call key: digest of backend (provider and API), model, normalized endpoint, sampling, the
-        prompt's canonical bytes (messages or prompt, and tools when there are any) and the replicate index."""
+        prompt's canonical bytes (messages or prompt, and tools when there are any) and the replicate index.
+        `prompts`: (sha256, size) of the prompts keyed so far in one batch, by the identity of their messages:
+        a judge's votes share one rendered prompt, which is then serialized and digested once."""
         e = self.endpoint
-        prompt = canonical_bytes(request.hashed())
+        source = id(request.messages if request.prompt is None else request.prompt)
+        got = prompts.get(source) if prompts is not None and not request.tools else None
+        if got is None:
+            prompt = canonical_bytes(request.hashed())
+            got = (digest_bytes(prompt), len(prompt))
+            if prompts is not None and not request.tools:
+                prompts[source] = got
         key = call_key(backend=e.backend, model=e.model, endpoint=e.base_url, sampling=self._sampling(request),
-                       prompt_bytes=prompt, vote_index=request.replicate)  # fmt: skip
-        self._sizes[key] = len(prompt)  # the budget's worst case and the token limiter need it again: serialize once
+                       prompt_sha256=got[0], vote_index=request.replicate)  # fmt: skip
+        self._sizes[key] = got[1]  # the budget's worst case and the token limiter need it again: serialize once
         return key
 
     def worst_cost(self, prompt_bytes: int, max_tokens: int) -> float:
@@ -617,17 +625,19 @@ class LLMClient:
 
         replies: list[Reply | None] = [None] * len(requests)
         pending: dict[str, tuple[Request, list[int]]] = {}
-        keyed = [(r, self.key(r)) for r in requests]
+        prompts: dict[int, tuple[str, int]] = {}  # alive only while `requests` holds every keyed prompt
+        keyed = [(r, self.key(r, prompts)) for r in requests]
         if not self.refresh and self.cache.shared is not None:
             # One concurrent fetch of the team's answers to the local misses, instead of a round trip per call.
             self.stats["shared_cache_hits"] += self.cache.prefetch(key for _, key in keyed)
+        stored = {} if self.refresh else self.cache.get_all(key for _, key in keyed)
         for i, (request, key) in enumerate(keyed):
             if key in pending:
                 # Same prompt and replicate (a pair shared by two datasets): one call answers both.
                 pending[key][1].append(i)
                 self.stats["deduplicated"] += 1
                 continue
-            entry = None if self.refresh else self.cache.get(key)
+            entry = stored.get(key)
             if entry is not None:
                 replies[i] = Reply(key, entry, cached=True)
                 self.stats["cache_hits"] += 1

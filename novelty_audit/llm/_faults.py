@@ -88,9 +88,9 @@ class FatalCallError(CallFault):
 
 
 def json_body(raw: Any) -> dict[str, Any]:
-    """The JSON object of an HTTP 200 response (an SDK raw response); anything else is a malformed
-    response, retried like a 500."""
-    http = raw.http_response  # the same attribute on both SDKs' raw responses; the body is already read
+    """The JSON object of an HTTP 200 response: an SDK raw response (`with_raw_response`) or the HTTP response
+    itself; anything else is a malformed response, retried like a 500."""
+    http = getattr(raw, "http_response", raw)  # the same attribute on both SDKs' raw responses; the body is already read
     content = http.content
     try:
         data = orjson.loads(content)

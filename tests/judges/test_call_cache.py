@@ -18,6 +18,7 @@ from mock_llm import MockLLM
 from novelty_audit.artifacts import temp_prefix
 from novelty_audit.judges import CallCache, call_key, endpoint_id, verify_caches
 from novelty_audit.llm import verify_call_cache
+from novelty_audit.llm._entry import encode_entry
 
 KEY = "sk-test-SECRET123"
 
@@ -376,11 +377,13 @@ def _shard_keys(n: int, shard: str = "ab") -> list[str]:
 def test_a_shard_packs_its_loose_entries_once_it_holds_pack_at_of_them_and_every_entry_reads_back(tmp_path):
     cache = CallCache(tmp_path / "calls")
     keys = _shard_keys(cache.pack_at * 3 + 5)
-    for i, k in enumerate(keys):
+    for i, k in enumerate(keys[: cache.pack_at - 1]):
         cache.put(k, {"outcome": "valid", "choice": i % 2, "i": i})
-    loose = list((tmp_path / "calls" / "ab").glob("*.json"))
-    assert 0 < len(loose) < cache.pack_at, "the file count stays bounded"
-    assert (tmp_path / "calls" / "packs" / "ab.pack").is_file()
+    assert len(list((tmp_path / "calls" / "ab").glob("*.json"))) == cache.pack_at - 1, "below the bound: loose files"
+    for i, k in enumerate(keys[cache.pack_at - 1 :], start=cache.pack_at - 1):
+        cache.put(k, {"outcome": "valid", "choice": i % 2, "i": i})
+    assert list((tmp_path / "calls" / "ab").glob("*.json")) == [], "packed, and every later entry appended to the pack"
+    assert (tmp_path / "calls" / "packs" / "ab.pack").read_bytes().count(b"\n") == len(keys)
     assert [cache.get(k)["i"] for k in keys] == list(range(len(keys)))
     other = CallCache(tmp_path / "calls")  # another judge's cache on the same root
     assert [other.get(k)["i"] for k in keys] == list(range(len(keys)))
@@ -428,3 +431,51 @@ def test_replacing_a_packed_answer_keeps_the_old_one_in_history(tmp_path):
     cache.put(keys[0], {"outcome": "valid", "choice": 1})
     assert cache.get(keys[0]) == {"outcome": "valid", "choice": 1}
     assert len(list((tmp_path / "calls" / "history").iterdir())) == 1
+
+
+def test_an_entry_appended_to_a_pack_is_read_back_by_another_process_and_checked_by_verify(tmp_path):
+    root = tmp_path / "calls"
+    keys = _shard_keys(CallCache.pack_at + 3)
+    writer = CallCache(root)
+    for k in keys[: CallCache.pack_at]:
+        writer.put(k, {"outcome": "valid", "choice": 0})
+    reader = CallCache(root)
+    assert reader.get(keys[-1]) is None  # the reader has indexed the pack as it was
+    for k in keys[CallCache.pack_at :]:
+        writer.put(k, {"outcome": "valid", "choice": 1})
+    code = "import sys; from novelty_audit.llm._cache import CallCache; c = CallCache(sys.argv[1]); print(sum(c.get(k) is not None for k in sys.argv[2:]))"
+    out = subprocess.run([sys.executable, "-c", code, str(root), *keys], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(len(keys)), "a process that never saw the writes reads every entry"
+    assert reader.get(keys[-1]) == {"outcome": "valid", "choice": 1}, "an index extends once the pack has grown"
+    assert verify_call_cache(root) == []
+
+
+def test_a_torn_last_line_left_by_a_killed_writer_stays_a_line_of_its_own_and_is_never_returned(tmp_path):
+    root = tmp_path / "calls"
+    keys = _shard_keys(CallCache.pack_at + 2)
+    cache = CallCache(root)
+    for k in keys[: CallCache.pack_at]:
+        cache.put(k, {"outcome": "valid", "choice": 0})
+    pack = root / "packs" / "ab.pack"
+    whole = encode_entry(keys[-2], {"outcome": "valid", "choice": 1})
+    with open(pack, "ab") as fh:
+        fh.write(whole[: len(whole) // 2])  # the writer died mid-write
+    cache.put(keys[-1], {"outcome": "valid", "choice": 1})
+    fresh = CallCache(root)
+    assert fresh.get(keys[-1]) == {"outcome": "valid", "choice": 1}
+    assert fresh.get(keys[-2]) is None, "half an entry is no entry: the call is asked again"
+    assert [reason for _, reason in verify_call_cache(root)] == ["not valid JSON"]
+
+
+def test_refreshing_an_answer_kept_loose_beside_a_pack_moves_the_old_one_to_history(tmp_path):
+    root = tmp_path / "calls"
+    keys = _shard_keys(CallCache.pack_at + 1)
+    cache = CallCache(root)
+    for k in keys[: CallCache.pack_at]:
+        cache.put(k, {"outcome": "valid", "choice": 0})
+    late = cache.path(keys[-1])  # a loose entry written beside the pack (a teammate's answer, an older version)
+    late.write_bytes(encode_entry(keys[-1], {"outcome": "valid", "choice": 0}))
+    cache.put(keys[-1], {"outcome": "valid", "choice": 1})
+    assert not late.exists(), "a loose file left beside the new line would shadow it"
+    assert CallCache(root).get(keys[-1]) == {"outcome": "valid", "choice": 1}
+    assert len(list((root / "history").iterdir())) == 1
