@@ -91,8 +91,9 @@ class Budget:
 
     # -- the protocol ------------------------------------------------------------------------------
     def reserve(self, amount: float, what: str) -> None:
-        """Set aside `amount` for the call `what`, or raise BudgetExceededError if the cap could be crossed."""
-        if self.cap is None:
+        """Set aside `amount` for the call `what`, or raise BudgetExceededError if the cap could be crossed.
+        A call that cannot cost anything (no price: counted as free) is never stopped and touches no state."""
+        if self.cap is None or amount <= 0:
             return
         with self._locked() as st:
             if st["spent"] + st["reserved"] + amount > self.cap:
@@ -105,7 +106,7 @@ class Budget:
 
     def settle(self, reserved: float, actual: float) -> None:
         """Release a reservation and record what the call actually cost."""
-        if self.cap is None:
+        if self.cap is None or (reserved <= 0 and actual <= 0):
             return
         with self._locked() as st:
             left = st["reserved"] - reserved

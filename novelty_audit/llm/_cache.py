@@ -366,6 +366,7 @@ class CallCache:
         self._pack_lock, self._packs = _indexes(self.root)
         self._loose: dict[str, int] = {}  # shard -> loose entries written since this cache last counted
         self._packed: set[str] = set()  # shards seen to have a pack
+        self._stripes: dict[str, Path] = {}
 
     def path(self, key: str) -> Path:
         """Where the loose entry of `key` is (or would be) written; a packed entry lives in `pack_path(key)`."""
@@ -625,7 +626,11 @@ class CallCache:
         return claim
 
     def stripe(self, key: str) -> Path:
-        return self.root / "claims" / f"{key[:2]}.lock"
+        shard = key[:2]
+        path = self._stripes.get(shard)
+        if path is None:  # one Path per stripe, not per call: every call asks for its stripe twice
+            path = self._stripes[shard] = self.root / "claims" / f"{shard}.lock"
+        return path
 
     def open_stripes(self, keys: Iterable[str]) -> None:
         """Open the stripe files of these keys once (a run does this off the loop before its first call), so

@@ -22,9 +22,11 @@ def _value_sha256(value: Any) -> str:
 
 
 def encode_entry(key: str, value: dict[str, Any]) -> bytes:
-    """The file bytes of one entry (sorted keys, one line)."""
-    entry = {"format": ENTRY_FORMAT, "key": key, "sha256": _value_sha256(value), "value": value}
-    return orjson.dumps(entry, option=orjson.OPT_SORT_KEYS) + b"\n"
+    """The file bytes of one entry (sorted keys, one line): `{"format", "key", "sha256", "value"}` as
+    `orjson.dumps(entry, OPT_SORT_KEYS)` writes it, with the value serialized once for its checksum and the line."""
+    data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    head = orjson.dumps({"format": ENTRY_FORMAT, "key": key, "sha256": digest_bytes(data)}, option=orjson.OPT_SORT_KEYS)
+    return head[:-1] + b',"value":' + data + b"}\n"
 
 
 def decode_entry(data: bytes, key: str | None) -> tuple[dict[str, Any] | None, str | None]:

@@ -76,6 +76,20 @@ def test_without_a_cap_nothing_is_refused_or_stored(tmp_path):
     assert not (tmp_path / "budget").exists()
 
 
+def test_a_call_that_cannot_cost_anything_is_never_refused_and_touches_no_state(tmp_path):
+    budget = Budget.for_run(0.05, tmp_path)
+    budget.reserve(0.05, "priced")
+    budget.settle(0.05, 0.05)  # the cap is reached
+    written = budget.state.read_bytes()
+    budget.state.write_bytes(b"\x00garbage")  # a free call does not even read the state
+    for i in range(100):
+        budget.reserve(0.0, f"unpriced {i}")  # no price: counted as free, never stopped
+        budget.settle(0.0, 0.0)
+    budget.state.write_bytes(written)
+    with pytest.raises(BudgetExceededError):
+        budget.reserve(0.01, "priced again")
+
+
 def test_an_unreadable_state_refuses_every_call_rather_than_guess(tmp_path):
     budget = Budget.for_run(1.0, tmp_path)
     budget.reserve(0.1, "a")
