@@ -433,12 +433,18 @@ def test_replacing_a_packed_answer_keeps_the_old_one_in_history(tmp_path):
     assert len(list((tmp_path / "calls" / "history").iterdir())) == 1
 
 
+def _packed_shard(root: Path, more: int) -> tuple[CallCache, list[str]]:
+    """A cache whose shard `ab` was just packed (`pack_at` entries, choice 0), and `more` keys of it not yet written."""
+    cache = CallCache(root)
+    keys = _shard_keys(CallCache.pack_at + more)
+    for k in keys[: CallCache.pack_at]:
+        cache.put(k, {"outcome": "valid", "choice": 0})
+    return cache, keys
+
+
 def test_an_entry_appended_to_a_pack_is_read_back_by_another_process_and_checked_by_verify(tmp_path):
     root = tmp_path / "calls"
-    keys = _shard_keys(CallCache.pack_at + 3)
-    writer = CallCache(root)
-    for k in keys[: CallCache.pack_at]:
-        writer.put(k, {"outcome": "valid", "choice": 0})
+    writer, keys = _packed_shard(root, 3)
     reader = CallCache(root)
     assert reader.get(keys[-1]) is None  # the reader has indexed the pack as it was
     for k in keys[CallCache.pack_at :]:
@@ -452,10 +458,7 @@ def test_an_entry_appended_to_a_pack_is_read_back_by_another_process_and_checked
 
 def test_a_torn_last_line_left_by_a_killed_writer_stays_a_line_of_its_own_and_is_never_returned(tmp_path):
     root = tmp_path / "calls"
-    keys = _shard_keys(CallCache.pack_at + 2)
-    cache = CallCache(root)
-    for k in keys[: CallCache.pack_at]:
-        cache.put(k, {"outcome": "valid", "choice": 0})
+    cache, keys = _packed_shard(root, 2)
     pack = root / "packs" / "ab.pack"
     whole = encode_entry(keys[-2], {"outcome": "valid", "choice": 1})
     with open(pack, "ab") as fh:
@@ -469,13 +472,24 @@ def test_a_torn_last_line_left_by_a_killed_writer_stays_a_line_of_its_own_and_is
 
 def test_refreshing_an_answer_kept_loose_beside_a_pack_moves_the_old_one_to_history(tmp_path):
     root = tmp_path / "calls"
-    keys = _shard_keys(CallCache.pack_at + 1)
-    cache = CallCache(root)
-    for k in keys[: CallCache.pack_at]:
-        cache.put(k, {"outcome": "valid", "choice": 0})
+    cache, keys = _packed_shard(root, 1)
     late = cache.path(keys[-1])  # a loose entry written beside the pack (a teammate's answer, an older version)
     late.write_bytes(encode_entry(keys[-1], {"outcome": "valid", "choice": 0}))
     cache.put(keys[-1], {"outcome": "valid", "choice": 1})
     assert not late.exists(), "a loose file left beside the new line would shadow it"
     assert CallCache(root).get(keys[-1]) == {"outcome": "valid", "choice": 1}
     assert len(list((root / "history").iterdir())) == 1
+
+
+def test_looking_up_a_batch_returns_the_sound_entries_loose_or_packed_and_leaves_out_misses_and_damage(tmp_path, caplog):
+    root = tmp_path / "calls"
+    cache, keys = _packed_shard(root, 2)
+    loose = key_of(vote_index=7)  # another shard, below the packing bound: a loose file
+    cache.put(loose, {"outcome": "valid", "choice": 1})
+    damaged = key_of(vote_index=8)
+    cache.put(damaged, {"outcome": "valid", "choice": 1})
+    cache.path(damaged).write_bytes(cache.path(damaged).read_bytes().replace(b'"choice":1', b'"choice":0'))
+    with caplog.at_level(logging.WARNING, logger="novelty_audit.llm._cache"):
+        found = CallCache(root).get_all([*keys, loose, damaged])
+    assert found == {**{k: {"outcome": "valid", "choice": 0} for k in keys[:-2]}, loose: {"outcome": "valid", "choice": 1}}
+    assert "checksum mismatch" in caplog.text and not cache.path(damaged).exists(), "damage is set aside, as by get"

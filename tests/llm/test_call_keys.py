@@ -9,6 +9,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from mock_llm import MockLLM
 
 from novelty_audit.judges import CallCache, Idea, JudgeParams, PairItem, PointItem, build_judges, call_key
 
@@ -66,6 +67,17 @@ def test_the_call_key_of_a_fixed_request_never_moves(case, tmp_path: Path):
     chosen = [c for c in calls if c.task == "pairwise" and c.order == "forward" and c.vote_index in (0, 2)]
     chosen += [c for c in calls if c.task == "pointwise" and c.vote_index == 1]
     assert tuple(judge._prepare(c)[1] for c in chosen) == PINNED[case]
+
+
+def test_a_judge_run_keys_each_call_as_it_is_keyed_alone_though_its_votes_share_one_rendered_prompt(tmp_path: Path):
+    with MockLLM() as mock:
+        args = {"model": "mock", "base_url": mock.base_url, "api_key_env": None, "votes": 3}
+        jp = JudgeParams.model_validate({"tasks": ["pairwise", "pointwise"], "progress": False, "judges": {"j": {"backend": "openai", "args": args}}})
+        judge = build_judges(jp, store_root=tmp_path / "store").judges[0]
+        calls = judge.plan(PAIRS, POINTS)
+        ran = [r.call_digest for r in judge.run_calls(calls)]
+    assert ran == [judge._prepare(c)[1] for c in calls]
+    assert len(set(ran)) == len(calls) == 3 * (2 + 1)
 
 
 def test_the_key_function_itself_never_moves():
