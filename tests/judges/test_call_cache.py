@@ -14,6 +14,7 @@ import orjson
 import pytest
 from judge_items import make_pairs
 from mock_llm import MockLLM
+from racers import outputs, started
 
 from novelty_audit.artifacts import temp_prefix
 from novelty_audit.judges import CallCache, call_key, endpoint_id, verify_caches
@@ -269,23 +270,9 @@ def test_two_processes_sharing_a_store_send_each_call_once(tmp_path):
     tests_dir = str(Path(__file__).parent)
     env = {**os.environ, "MOCK_API_KEY": KEY}
     with MockLLM(latency=0.3) as mock:
-        procs = [
-            subprocess.Popen([sys.executable, "-c", RACER, str(store), mock.base_url, tests_dir], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-            for _ in range(2)
-        ]
-        try:
-            for p in procs:
-                line = p.stdout.readline().strip()
-                assert line == "ready", p.stderr.read()
+        with started([[sys.executable, "-c", RACER, str(store), mock.base_url, tests_dir] for _ in range(2)], env) as procs:
             (store / "go").touch()  # both start asking at once
-            outs = []
-            for p in procs:
-                out, err = p.communicate(timeout=300)
-                assert p.returncode == 0, err
-                outs.append(orjson.loads(out.strip().splitlines()[-1]))
-        finally:
-            for p in procs:
-                p.kill()
+            outs = outputs(procs)
         distinct = 6 * 2 * 2  # pairs × orders × votes
         assert mock.count == distinct, "no call was sent by both processes"
     assert outs[0]["verdicts"] == outs[1]["verdicts"]

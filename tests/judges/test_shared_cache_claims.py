@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 from mock_llm import MockLLM
+from racers import outputs, started
 
 from novelty_audit.config import CallSettings
 from novelty_audit.llm import SharedCallCache
@@ -48,28 +49,15 @@ def race(tmp_path: Path, shared: str, options: dict | None = None, checkouts: in
     env = {**os.environ, "MOCK_API_KEY": KEY}
     with MockLLM(latency=0.2) as mock:
         mock.hold()  # until every checkout has all its slots' requests out: the runs surely overlap
-        procs = [
-            subprocess.Popen([sys.executable, "-c", CHECKOUT, str(tmp_path / f"store-{i}"), mock.base_url, shared, TESTS, orjson.dumps(options or {}).decode()],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
-            for i in range(checkouts)
-        ]
-        try:
-            for p in procs:
-                assert p.stdout.readline().strip() == "ready", p.stderr.read()
+        cmds = [[sys.executable, "-c", CHECKOUT, str(tmp_path / f"store-{i}"), mock.base_url, shared, TESTS, orjson.dumps(options or {}).decode()]
+                for i in range(checkouts)]  # fmt: skip
+        with started(cmds, env, stdin=True) as procs:
             for p in procs:
                 p.stdin.write("go\n")
                 p.stdin.flush()
             assert until(lambda: mock.held == 4 * checkouts), f"{mock.held} requests held"
             mock.release()
-            outs = []
-            for p in procs:
-                out, err = p.communicate(timeout=300)
-                assert p.returncode == 0, err
-                outs.append(orjson.loads(out.strip().splitlines()[-1]))
-        finally:
-            for p in procs:
-                p.kill()
-                p.wait(timeout=60)
+            outs = outputs(procs)
         return mock.count, outs
 
 
