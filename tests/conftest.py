@@ -29,6 +29,19 @@ def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def pinned_tiny(tiny: Path, monkeypatch: pytest.MonkeyPatch):
+    """`tiny` with its splits pinned, and a mock OpenAI/Anthropic server for API judges (key in MOCK_API_KEY):
+    yields (project root, MockLLM)."""
+    from mock_llm import MockLLM
+    from novelty_audit.pipeline import run_stage
+
+    monkeypatch.setenv("MOCK_API_KEY", "sk-test-pinned-tiny")
+    run_stage("pin")
+    with MockLLM() as mock:
+        yield tiny, mock
+
+
+@pytest.fixture
 def run_main(capsys: pytest.CaptureFixture[str]):
     """Call the CLI entry point in this process: `run_main(*args) -> (exit code, stdout, stderr)`."""
     from novelty_audit.cli import main

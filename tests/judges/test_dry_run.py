@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 import yaml
 from mock_llm import MockLLM
 
@@ -49,16 +48,8 @@ def dry(run_main, *extra: str) -> tuple[int, dict, str]:
     return code, (json.loads(out) if out.strip() else {}), err
 
 
-@pytest.fixture
-def project(tiny: Path, monkeypatch):
-    monkeypatch.setenv("MOCK_API_KEY", "sk-test-dry-run")
-    run_stage("pin")
-    with MockLLM() as mock:
-        yield tiny, mock
-
-
-def test_dry_run_sends_nothing_and_counts_the_calls_the_real_run_sends_then_finds_them_cached(project, run_main):
-    root, mock = project
+def test_dry_run_sends_nothing_and_counts_the_calls_the_real_run_sends_then_finds_them_cached(pinned_tiny, run_main):
+    root, mock = pinned_tiny
     configure(root, mock)
     code, report, err = dry(run_main)
     assert code == 0, err
@@ -83,8 +74,8 @@ def test_dry_run_sends_nothing_and_counts_the_calls_the_real_run_sends_then_find
         assert again[name]["cached"] == report[name]["calls"] and again[name]["to_send"] == 0
 
 
-def test_dry_run_says_the_estimate_exceeds_the_budget_and_exits_2_before_sending(project, run_main):
-    root, mock = project
+def test_dry_run_says_the_estimate_exceeds_the_budget_and_exits_2_before_sending(pinned_tiny, run_main):
+    root, mock = pinned_tiny
     configure(root, mock, budget_usd=0.0001, prices={"mock": {"input_per_mtok": 1.0, "output_per_mtok": 4.0}})
     code, report, err = dry(run_main)
     assert code == 2, err
@@ -93,8 +84,8 @@ def test_dry_run_says_the_estimate_exceeds_the_budget_and_exits_2_before_sending
     assert mock.count == 0
 
 
-def test_dry_run_text_names_each_judge_and_says_the_cost_is_an_estimate(project, run_main):
-    root, mock = project
+def test_dry_run_text_names_each_judge_and_says_the_cost_is_an_estimate(pinned_tiny, run_main):
+    root, mock = pinned_tiny
     configure(root, mock, prices={"mock": {"input_per_mtok": 1.0, "output_per_mtok": 4.0}})  # unpriced: test_unknown_price.py
     code, out, err = run_main("stage", "judge", "--dry-run")
     assert code == 0, err
@@ -104,7 +95,7 @@ def test_dry_run_text_names_each_judge_and_says_the_cost_is_an_estimate(project,
     assert mock.count == 0
 
 
-def test_dry_run_on_another_stage_is_a_usage_error(project, run_main):
+def test_dry_run_on_another_stage_is_a_usage_error(pinned_tiny, run_main):
     code, _, err = run_main("stage", "pin", "--dry-run")
     assert code == 2 and "judge stage only" in err
 

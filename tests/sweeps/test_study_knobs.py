@@ -31,20 +31,12 @@ def api_judge(mock: MockLLM, backend: str = "openai", **args) -> dict:
                                          "votes": 1, "concurrency": 4, **args}}  # fmt: skip
 
 
-@pytest.fixture
-def pinned(tiny: Path, monkeypatch):
-    monkeypatch.setenv("MOCK_API_KEY", "sk-test-study-knobs")
-    run_stage("pin")
-    with MockLLM() as mock:
-        yield tiny, mock
-
-
 def judged(project: Path) -> pl.DataFrame:
     return pl.read_parquet(project / "artifacts/judge/verdicts.parquet")
 
 
-def test_reasoning_effort_low_and_high_are_sent_as_openais_reasoning_effort(pinned):
-    project, mock = pinned
+def test_reasoning_effort_low_and_high_are_sent_as_openais_reasoning_effort(pinned_tiny):
+    project, mock = pinned_tiny
     configure(project, {"base": api_judge(mock)}, {"effort": {"base": "base", "vary": {"reasoning_effort": ["low", "high"]}}})
     run_stage("judge")
     sent = Counter(r.body.get("reasoning_effort") for r in mock.requests)
@@ -57,8 +49,8 @@ def test_reasoning_effort_low_and_high_are_sent_as_openais_reasoning_effort(pinn
     assert {"effort/reasoning_effort=low", "effort/reasoning_effort=high"} <= set(judged(project)["judge"].to_list())
 
 
-def test_an_anthropic_base_sends_extended_thinking_with_the_documented_budget_per_level(pinned):
-    project, mock = pinned
+def test_an_anthropic_base_sends_extended_thinking_with_the_documented_budget_per_level(pinned_tiny):
+    project, mock = pinned_tiny
     base = api_judge(mock, "anthropic", sampling={"max_tokens": 20000})
     configure(project, {"claude": base}, {"think": {"base": "claude", "vary": {"reasoning_effort": ["none", "low", "high"]}}})
     run_stage("judge")
@@ -74,8 +66,8 @@ def test_an_anthropic_base_sends_extended_thinking_with_the_documented_budget_pe
     assert all(r.path.endswith("/messages") and "reasoning_effort" not in r.body for r in mock.requests)
 
 
-def test_an_anthropic_effort_whose_budget_max_tokens_does_not_exceed_is_refused_when_params_load(pinned):
-    project, mock = pinned
+def test_an_anthropic_effort_whose_budget_max_tokens_does_not_exceed_is_refused_when_params_load(pinned_tiny):
+    project, mock = pinned_tiny
     configure(project, {"claude": api_judge(mock, "anthropic", sampling={"max_tokens": 4000})},
               {"think": {"base": "claude", "vary": {"reasoning_effort": ["low", "medium"]}}})  # fmt: skip
     from novelty_audit.errors import ConfigError
@@ -88,8 +80,8 @@ def test_an_anthropic_effort_whose_budget_max_tokens_does_not_exceed_is_refused_
     assert "value 'low'" not in text  # 2048 < 4000: honoured
 
 
-def test_bases_runs_every_variant_on_every_base_and_each_variant_names_its_base(pinned):
-    project, mock = pinned
+def test_bases_runs_every_variant_on_every_base_and_each_variant_names_its_base(pinned_tiny):
+    project, mock = pinned_tiny
     judges = {"gpt": api_judge(mock), "claude": api_judge(mock, "anthropic"), "first": {"backend": "always-first"}}
     configure(project, judges, {"cross": {"bases": ["gpt", "claude", "first"], "vary": {"votes": [2], "orders": ["forward"]}}})
     params = load_checked_params(project / "params.yaml")
@@ -105,10 +97,10 @@ def test_bases_runs_every_variant_on_every_base_and_each_variant_names_its_base(
     assert by_path == {"openai": LIMIT * 2 * 2, "anthropic": LIMIT * 2 * 2}
 
 
-def test_orders_forward_asks_half_the_calls_of_its_base(pinned, run_main):
+def test_orders_forward_asks_half_the_calls_of_its_base(pinned_tiny, run_main):
     import json
 
-    project, mock = pinned
+    project, mock = pinned_tiny
     configure(project, {"gpt": api_judge(mock, votes=3)}, {"uni": {"base": "gpt", "vary": {"orders": ["forward"], "prompt": ["p3-v1"]}}})
     code, out, err = run_main("stage", "judge", "--dry-run", "--json")
     assert code == 0, err
@@ -119,8 +111,8 @@ def test_orders_forward_asks_half_the_calls_of_its_base(pinned, run_main):
     assert mock.count == 0
 
 
-def test_the_single_base_form_keeps_its_ids(pinned):
-    project, mock = pinned
+def test_the_single_base_form_keeps_its_ids(pinned_tiny):
+    project, mock = pinned_tiny
     configure(project, {"gpt": api_judge(mock)}, {"s": {"base": "gpt", "vary": {"votes": [2], "reasoning_effort": ["xhigh"]}}})
     variants = load_checked_params(project / "params.yaml").judge.sweep_variants()
     assert set(variants) == {"s/votes=2", "s/reasoning_effort=xhigh"}
