@@ -14,7 +14,7 @@ from ._digest import (
     short_id,
 )
 from ._dvc import DeclaredStage, LockedOut, declared_stages, dvc_md5, locked_outs, uncovered_inputs
-from ._io import atomic_write_bytes, csv_records, read_json, read_table, temp_prefix, write_json, write_table
+from ._io import atomic_write_bytes, csv_records, read_json, read_table, temp_prefix, write_all, write_json, write_table
 from ._lock import LOCK_TIMEOUT_ENV, file_lock, stage_lock
 from ._manifest import MANIFEST_NAME, FileRecord, StageManifest, file_record, load_manifest, tool_versions, write_manifest
 from ._stage import StageInput, StageResult, execute_stage, stage_identity
@@ -54,6 +54,7 @@ __all__ = [
     "csv_records",
     "read_json",
     "read_table",
+    "write_all",
     "write_json",
     "write_table",
     "MANIFEST_NAME",

@@ -23,7 +23,7 @@ import polars as pl
 
 from ._digest import canonical
 
-__all__ = ["temp_prefix", "atomic_write_bytes", "exclusive_update", "write_json", "read_json", "write_table", "read_table", "csv_records"]
+__all__ = ["temp_prefix", "atomic_write_bytes", "write_all", "exclusive_update", "write_json", "read_json", "write_table", "read_table", "csv_records"]
 
 
 def _umask() -> int:
@@ -53,9 +53,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = True) -> 
         # os.write on the descriptor, not a file object: open() adds fstat and isatty calls, and each system
         # call hands the GIL over, which showed in the call cache's writer thread.
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
             if fsync:
                 os.fsync(fd)
         finally:
@@ -66,6 +64,13 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = True) -> 
         _name_path(exc, path)
         raise
     return path
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of `data` to the descriptor (`os.write` may write fewer than it was given)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _name_path(exc: BaseException, path: Path) -> None:

@@ -41,7 +41,8 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -49,7 +50,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from ..artifacts import atomic_write_bytes, clean_stale_temps, digest_bytes, digest_obj
+from ..artifacts import atomic_write_bytes, clean_stale_temps, digest_bytes, digest_obj, write_all
 from ..errors import BadInputError, ConfigError
 from ._entry import ENTRY_FORMAT
 from ._entry import decode_entry as _decode
@@ -91,12 +92,31 @@ def endpoint_id(backend: str, endpoint: str | None) -> str:
     return f"{scheme}://{host}{path}"
 
 
-def _read_or_none(path: Path) -> bytes | None:
+def _read_or_none(path: str | Path) -> bytes | None:
     try:
         with open(path, "rb") as fh:
             return fh.read()
     except FileNotFoundError:
         return None
+
+
+def _append_lines(pack: str, data: bytes) -> tuple[int, int]:
+    """Append whole lines to a pack, the caller holding its shard's lock; a torn last line left by a killed
+    writer is ended first, so it stays a line of its own (and fails its check if ever read). Returns (the
+    pack's size before, 1 if that newline was added else 0). An OSError names the pack (a full disk)."""
+    try:
+        fd = os.open(pack, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            at = os.fstat(fd).st_size
+            lead = 1 if at and os.pread(fd, 1, at - 1) != b"\n" else 0
+            write_all(fd, b"\n" + data if lead else data)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = pack
+        raise
+    return at, lead
 
 
 def call_key(
@@ -373,20 +393,24 @@ class CallCache:
         return self.root / key[:2] / f"{key}.json"
 
     def pack_path(self, key: str) -> Path:
-        return self.root / "packs" / f"{key[:2]}.pack"
+        return Path(self._pack_file(key))
+
+    def _pack_file(self, key: str) -> str:
+        """The pack of `key`'s shard (a shard's name gives the same: its first two characters)."""
+        # A string, not a Path: lookups and appends build it once per call, and pathlib's parsing showed.
+        return f"{self._dir}/packs/{key[:2]}.pack"
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored answer, or None when there is none or it is damaged (then moved to `corrupt/`)."""
         # String paths, not Path objects: a cached rerun looks up every call, and pathlib's parsing showed.
         loose = f"{self._dir}/{key[:2]}/{key}.json"
         try:
-            with open(loose, "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
-            return self._get_packed(key)
+            data = _read_or_none(loose)
         except OSError as exc:
             self._quarantine(Path(loose), b"", f"unreadable: {type(exc).__name__}")
             return None
+        if data is None:
+            return self._get_packed(key)
         value, reason = _decode(data, key)
         if value is None:
             self._quarantine(Path(loose), data, reason or "")
@@ -413,8 +437,7 @@ class CallCache:
 
     def _packed_bytes(self, key: str) -> bytes | None:
         """The last packed line of `key` (the index extended once if the pack grew since it was scanned)."""
-        shard = key[:2]
-        pack = f"{self._dir}/packs/{shard}.pack"
+        shard, pack = key[:2], self._pack_file(key)
         with self._pack_lock:
             index = self._packs.setdefault(shard, _PackIndex())
             if key not in index.where:
@@ -477,7 +500,7 @@ class CallCache:
         if old is not None:
             atomic_write_bytes(self.root / "history" / f"{key}.{digest_bytes(old)[:16]}.json", old)
         data = _encode(key, value)
-        if self._has_pack(key[:2]):
+        if self._has_pack(key):
             self._append(key, data)
             if loose is not None:
                 p.unlink(missing_ok=True)
@@ -489,46 +512,39 @@ class CallCache:
         if self.shared is not None:
             self.shared.put(key, data)
 
-    def _has_pack(self, shard: str) -> bool:
-        """Whether the shard has a pack (then new entries are appended to it): remembered once seen, since a
-        pack is never removed."""
+    def _has_pack(self, key: str) -> bool:
+        """Whether the key's shard has a pack (then new entries are appended to it): remembered once seen, since
+        a pack is never removed."""
+        shard = key[:2]
         if shard in self._packed:
             return True
-        if os.path.exists(self.pack_path(shard)):
+        if os.path.exists(self._pack_file(key)):
             self._packed.add(shard)
             return True
         return False
 
     def _append(self, key: str, data: bytes) -> None:
-        """Append one entry line to its shard's pack under the shard's pack lock (the packer's), in one write;
-        a torn last line left by a killed writer is ended first, so it stays a line of its own (and fails its
-        check on read). A fresh answer thus costs one append: no temp file, rename, later re-read or unlink."""
-        shard, packs = key[:2], self.root / "packs"
-        lock = os.open(packs / f"{shard}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            fd = os.open(packs / f"{shard}.pack", os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            try:
-                at = os.fstat(fd).st_size
-                lead = 1 if at and os.pread(fd, 1, at - 1) != b"\n" else 0
-                if lead:
-                    data = b"\n" + data
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            if exc.filename is None:
-                exc.filename = str(packs / f"{shard}.pack")  # a full disk names the file to make room for
-            raise
-        finally:
-            os.close(lock)
+        """Append one entry line to its shard's pack under the shard's pack lock (the packer's), in one write.
+        A fresh answer thus costs one append: no temp file, rename, later re-read or unlink."""
+        shard = key[:2]
+        with self._shard_locked(shard):
+            at, lead = _append_lines(self._pack_file(key), data)
         with self._pack_lock:
             index = self._packs.setdefault(shard, _PackIndex())
             if index.size == at:  # nothing unscanned before this line: index it without reading it back
-                index.where[key] = (at + lead, len(data) - lead)
-                index.size = at + len(data)
+                index.where[key] = (at + lead, len(data))
+                index.size = at + lead + len(data)
+
+    @contextmanager
+    def _shard_locked(self, shard: str) -> Iterator[None]:
+        """One writer of the shard's pack at a time across processes (appenders and the packer): an flock on
+        `packs/<shard>.lock`."""
+        fd = os.open(f"{self._dir}/packs/{shard}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # drops the flock
 
     def _count_loose(self, shard_dir: Path) -> None:
         shard = shard_dir.name
@@ -548,16 +564,11 @@ class CallCache:
             self._loose[shard] = len(names)
         if len(names) < self.pack_at:
             return 0
-        packs = self.root / "packs"
-        packs.mkdir(exist_ok=True)
-        fd = os.open(packs / f"{shard}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            return self._pack_locked(shard_dir, packs / f"{shard}.pack")
-        finally:
-            os.close(fd)  # drops the flock
+        (self.root / "packs").mkdir(exist_ok=True)
+        with self._shard_locked(shard):
+            return self._pack_locked(shard_dir, self._pack_file(shard))
 
-    def _pack_locked(self, shard_dir: Path, pack: Path) -> int:
+    def _pack_locked(self, shard_dir: Path, pack: str) -> int:
         taken: list[tuple[Path, int]] = []
         chunks: list[bytes] = []
         for p in sorted(shard_dir.glob("*.json")):
@@ -572,13 +583,7 @@ class CallCache:
             taken.append((p, ino))
             chunks.append(data if data.endswith(b"\n") else data + b"\n")
         if chunks:
-            with open(pack, "ab") as fh:
-                if fh.tell() > 0:
-                    with open(pack, "rb") as check:
-                        check.seek(-1, os.SEEK_END)
-                        if check.read(1) != b"\n":
-                            fh.write(b"\n")  # a torn last line (a killed packer) stays one line of its own
-                fh.write(b"".join(chunks))
+            _append_lines(pack, b"".join(chunks))
         for p, ino in taken:
             try:
                 if p.stat().st_ino == ino:  # not replaced since it was read (a refresh writes a new file)
