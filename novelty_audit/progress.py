@@ -13,6 +13,8 @@ from typing import Any
 __all__ = ["PROGRESS_EVERY_S", "Progress", "progress_log"]
 
 PROGRESS_EVERY_S = 30.0
+"""Without a terminal, a progress line at least this often while work is under way (and at every tenth of it);
+the LLM call layer's counter of calls keeps the same pace."""
 progress_log = logging.getLogger("novelty_audit.progress")
 
 

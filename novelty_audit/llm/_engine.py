@@ -27,6 +27,7 @@ from typing import Any
 from ..artifacts import canonical_bytes, digest_bytes
 from ..config import CallSettings, Price
 from ..errors import BudgetExceededError, ConfigError, StorageError, storage_error
+from ..progress import PROGRESS_EVERY_S
 from ._budget import Budget
 from ._cache import CallCache, CallClaim, call_key
 from ._faults import TRUNCATING_FINISH, Answer, CallFault, FatalCallError, RetryableError, error_entry
@@ -37,8 +38,6 @@ __all__ = ["Classify", "LLMClient", "plain_classify", "run_coro"]
 
 log = logging.getLogger(__name__)
 
-PROGRESS_EVERY_S = 30.0
-"""Without a terminal, a progress line at least this often while calls are out (and at every 10% of the calls)."""
 STOP_GRACE_S = 10.0
 """After SIGTERM/SIGINT, how long requests already sent may take to be answered (and cached); nothing new is sent."""
 _CLAIM_POLL_S = (0.05, 2.0)
@@ -142,7 +141,7 @@ class _Progress:
         self.done = self.errors = self.retrying = 0
         self.bar = None
         self.lines = enabled and not sys.stderr.isatty()
-        self._next_share = 0.1
+        self._tenth = 1  # next tenth of the calls that gets a line (integers, as progress.Progress: 0.1 steps drift)
         self._last_line = time.monotonic()
         self._ticker: asyncio.Task | None = None
         if enabled and not self.lines:
@@ -177,10 +176,10 @@ class _Progress:
         if self.bar is not None:
             self.bar.update(self._task, advance=1, errors=self.errors, retrying=self.retrying)
         elif self.lines:
-            if self.done >= self._next_share * self.total:
+            if 10 * self.done >= self._tenth * self.total:
                 self._line()
-                while self._next_share * self.total <= self.done:
-                    self._next_share += 0.1
+                while self._tenth * self.total <= 10 * self.done:
+                    self._tenth += 1
 
     def _line(self) -> None:
         self._last_line = time.monotonic()
