@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -16,6 +18,7 @@ import polars as pl
 from ..config import JudgeParams
 from ..artifacts import digest_bytes, write_table
 from ..errors import BadInputError
+from ..llm import ask_together
 from ._base import (
     JUDGES_SCHEMA,
     NONE,
@@ -33,6 +36,7 @@ from ._base import (
 )
 from ._build import Built
 from ._excluded import corpus_exclusion_lines, corpus_exclusions
+from ._llm import LLMJudge
 from ._prompts import JUDGE_TEMPLATE_PREFIXES
 
 __all__ = [
@@ -277,12 +281,38 @@ def select_items(jp: JudgeParams, pin_dir: Path, probe_dir: Path | None, dataset
     return RunItems(list(all_pairs), list(all_points), list(probe_all), list(pairs), list(points), list(probe_pairs), subset)
 
 
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """The objects alive now left out of the cycle collector's passes until the block ends (`gc.freeze`).
+
+    What is alive before the judges run (imported libraries, the loaded items and corpora) outlives them, yet
+    each full pass of the collector walked all of it while requests were out: pauses the requests sat
+    through, ~4% of a paper-scale run's time (docs/benchmarks.md). Left alone where someone else froze objects
+    (their freeze is theirs to undo) or turned the collector off."""
+    if gc.get_freeze_count() or not gc.isenabled():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()  # a long-lived process (a notebook, a flow worker) collects again what dies later
+
+
 def run_judges(
     jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, map_judges: JudgeMap | None = None, probe_dir: Path | None = None,
     dataset_dirs: DatasetDirs | None = None,
 ) -> JudgeRun:
     """Run every built judge over the pinned items (and the probe pairs, for the judges that run the probe)
     and write verdicts/pointwise/judges Parquet into `out_dir`."""
+    with frozen_heap():
+        return _run_judges(jp, pin_dir, built, out_dir, map_judges=map_judges, probe_dir=probe_dir, dataset_dirs=dataset_dirs)
+
+
+def _run_judges(
+    jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, map_judges: JudgeMap | None, probe_dir: Path | None,
+    dataset_dirs: DatasetDirs | None,
+) -> JudgeRun:
     chosen = select_items(jp, pin_dir, probe_dir, dataset_dirs)
     all_pairs, all_points, probe_all = chosen.all_pairs, chosen.all_points, chosen.probe_all
     subset = chosen.subset
@@ -325,14 +355,19 @@ def run_judges(
         for group in groups.values():
             first = id(group[0])
             outputs.update(zip((id(j) for j in group), map_judges(group, items[first], points_of[first])))
+    together = _asked_together(built.judges, items, points_of) if map_judges is None else {}
     for judge in built.judges:
         started = time.perf_counter()
-        out = outputs[id(judge)] if map_judges is not None else judge.judge(items[id(judge)], points_of[id(judge)])
+        if id(judge) in together:
+            out, seconds = together[id(judge)]
+        else:
+            out = outputs[id(judge)] if map_judges is not None else judge.judge(items[id(judge)], points_of[id(judge)])
+            seconds = time.perf_counter() - started
         _check_coverage(judge.name, out.pairwise, [(p.dataset, p.pair_id) for p in items[id(judge)]], "pair_id", "pairwise")
         _check_coverage(judge.name, out.pointwise, [(p.dataset, p.idea.idea_id) for p in points_of[id(judge)]], "idea_id", "pointwise")
         pair_rows.extend(out.pairwise)
         point_rows.extend(out.pointwise)
-        result.facts[judge.name] = {**out.facts, "seconds": round(time.perf_counter() - started, 4)}
+        result.facts[judge.name] = {**out.facts, "seconds": round(seconds, 4)}
         result.summary[judge.name] = _summary(out)
         if out.exclusions:  # recorded, never dropped silently (e.g. imported rows matching no pinned pair)
             result.summary.setdefault("exclusions", {})[judge.name] = out.exclusions
@@ -344,6 +379,29 @@ def run_judges(
     write_table(Path(out_dir) / "pointwise.parquet", pointwise.sort(["dataset", "judge", "idea_id"]))
     write_table(Path(out_dir) / "judges.parquet", judges.sort("judge"))
     return result
+
+
+def _asked_together(judges: Sequence[Judge], items: Mapping[int, list[PairItem]], points_of: Mapping[int, list[PointItem]]) -> dict[int, tuple[JudgeOutput, float]]:
+    """(output, seconds) of the judges that share an endpoint with another (a sweep's variants): their calls
+    are asked together, one fan-out per endpoint (`llm.ask_together`: one ramp instead of one per judge, the
+    endpoint's bound on requests in flight kept), endpoints one after another. `seconds` is the group's:
+    each judge in it has its fact `asked_together` (how many judges shared the fan-out)."""
+    groups: dict[Any, list[LLMJudge]] = {}
+    for j in judges:
+        endpoint = j.shared_endpoint() if isinstance(j, LLMJudge) else None
+        if endpoint is not None:
+            groups.setdefault(endpoint, []).append(j)
+    out: dict[int, tuple[JudgeOutput, float]] = {}
+    for group in (g for g in groups.values() if len(g) > 1):
+        started = time.perf_counter()
+        plans = [j.plan(items[id(j)], points_of[id(j)]) for j in group]
+        replies = ask_together([(j.llm, j.requests(calls)) for j, calls in zip(group, plans)])
+        seconds = time.perf_counter() - started
+        for j, calls, got in zip(group, plans, replies):
+            o = j.output(items[id(j)], points_of[id(j)], calls, j.results(calls, got))
+            o.facts["asked_together"] = len(group)
+            out[id(j)] = (o, seconds)
+    return out
 
 
 def failed_calls(judge: Judge, out: JudgeOutput) -> Counter[str]:

@@ -421,6 +421,7 @@ class CallCache:
         shard directory replaces a failed open per key of a packed shard (a cached rerun looks up every call);
         an entry written after its directory was listed is missed here and found by `get` once the call is claimed."""
         listed: dict[str, frozenset[str]] = {}
+        scanned: set[str] = set()  # shards whose pack this lookup has brought its index up to date with
         out: dict[str, dict[str, Any]] = {}
         for key in keys:
             shard = key[:2]
@@ -430,17 +431,22 @@ class CallCache:
                     names = listed[shard] = frozenset(os.listdir(f"{self._dir}/{shard}"))
                 except (FileNotFoundError, NotADirectoryError):
                     names = listed[shard] = frozenset()
-            value = self.get(key) if f"{key}.json" in names else self._get_packed(key)
+            value = self.get(key) if f"{key}.json" in names else self._get_packed(key, scanned)
             if value is not None:
                 out[key] = value
         return out
 
-    def _packed_bytes(self, key: str) -> bytes | None:
-        """The last packed line of `key` (the index extended once if the pack grew since it was scanned)."""
+    def _packed_bytes(self, key: str, scanned: set[str] | None = None) -> bytes | None:
+        """The last packed line of `key` (the index extended once if the pack grew since it was scanned). A
+        batch lookup passes the shards it has already looked at (`scanned`): one stat per shard, not per key."""
         shard, pack = key[:2], self._pack_file(key)
         with self._pack_lock:
             index = self._packs.setdefault(shard, _PackIndex())
             if key not in index.where:
+                if scanned is not None:
+                    if shard in scanned:
+                        return None
+                    scanned.add(shard)
                 try:
                     grown = os.stat(pack).st_size > index.size
                 except FileNotFoundError:
@@ -457,8 +463,8 @@ class CallCache:
         finally:
             os.close(fd)
 
-    def _get_packed(self, key: str) -> dict[str, Any] | None:
-        data = self._packed_bytes(key)
+    def _get_packed(self, key: str, scanned: set[str] | None = None) -> dict[str, Any] | None:
+        data = self._packed_bytes(key, scanned)
         if data is None:
             return None
         value, reason = _decode(data, key)
@@ -491,12 +497,14 @@ class CallCache:
             ) from None
         log.warning("call cache: discarded %s (%s); moved to %s, the call will be asked again", p, reason, dest)
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: dict[str, Any], *, fresh: bool = False) -> None:
         """Keep the answer of `key`: a loose file while its shard has no pack, else a line appended to the pack
-        (an older answer of the key goes to `history/` first; a loose one is removed, since it would shadow the line)."""
+        (an older answer of the key goes to `history/` first; a loose one is removed, since it would shadow the line).
+        `fresh`: the caller holds the call's claim and found no entry after taking it (so there is no older
+        answer to look for: no other process writes the key while the claim is held)."""
         p = self.path(key)
-        loose = _read_or_none(p)
-        old = loose if loose is not None else self._packed_bytes(key)
+        loose = None if fresh else _read_or_none(p)
+        old = loose if loose is not None or fresh else self._packed_bytes(key)
         if old is not None:
             atomic_write_bytes(self.root / "history" / f"{key}.{digest_bytes(old)[:16]}.json", old)
         data = _encode(key, value)

@@ -468,6 +468,31 @@ def test_refreshing_an_answer_kept_loose_beside_a_pack_moves_the_old_one_to_hist
     assert len(list((root / "history").iterdir())) == 1
 
 
+def test_an_answer_written_under_a_claim_that_found_no_entry_looks_for_no_older_one(tmp_path, monkeypatch):
+    root = tmp_path / "calls"
+    cache, keys = _packed_shard(root, 1)
+    looked: list[str] = []
+    monkeypatch.setattr(CallCache, "_packed_bytes", lambda self, key, scanned=None: looked.append(key))
+    cache.put(keys[-1], {"outcome": "valid", "choice": 1}, fresh=True)
+    assert looked == [] and not cache.path(keys[-1]).exists(), "appended to the pack, nothing looked up first"
+    monkeypatch.undo()
+    assert CallCache(root).get(keys[-1]) == {"outcome": "valid", "choice": 1}
+    assert not (root / "history").exists()
+
+
+def test_a_batch_lookup_looks_at_a_packed_shard_once_however_many_of_its_keys_are_missing(tmp_path, monkeypatch):
+    root = tmp_path / "calls"
+    writer, keys = _packed_shard(root, 5)
+    reader = CallCache(root)
+    stats: list[str] = []
+    real = os.stat
+    monkeypatch.setattr(os, "stat", lambda p, *a, **kw: stats.append(str(p)) or real(p, *a, **kw))
+    found = reader.get_all(keys)
+    assert len(found) == CallCache.pack_at and [p for p in stats if p.endswith(".pack")] == [str(writer.pack_path(keys[0]))]
+    writer.put(keys[-1], {"outcome": "valid", "choice": 1})
+    assert reader.get_all(keys[-2:]) == {keys[-1]: {"outcome": "valid", "choice": 1}}, "a later lookup sees what was appended since"
+
+
 def test_looking_up_a_batch_returns_the_sound_entries_loose_or_packed_and_leaves_out_misses_and_damage(tmp_path, caplog):
     root = tmp_path / "calls"
     cache, keys = _packed_shard(root, 2)

@@ -69,9 +69,9 @@ def test_a_call_stays_claimed_until_its_answer_is_on_disk(tmp_path, monkeypatch)
     seen_while_writing: list[bool] = []
     put = CallCache.put
 
-    def checking_put(self: CallCache, key: str, value: dict[str, Any]) -> None:
+    def checking_put(self: CallCache, key: str, value: dict[str, Any], **kw: Any) -> None:
         seen_while_writing.append(CallCache(self.root).try_claim(key) is None)
-        put(self, key, value)
+        put(self, key, value, **kw)
 
     monkeypatch.setattr(CallCache, "put", checking_put)
     with MockLLM() as mock:
@@ -85,7 +85,7 @@ def test_a_call_stays_claimed_until_its_answer_is_on_disk(tmp_path, monkeypatch)
 
 
 def test_an_answer_the_cache_cannot_keep_is_still_returned_and_asked_again_next_run(tmp_path, monkeypatch, capfd):
-    def failing_disk(self: CallCache, key: str, value: dict[str, Any]) -> None:
+    def failing_disk(self: CallCache, key: str, value: dict[str, Any], **kw: Any) -> None:
         raise OSError(5, "Input/output error")
 
     with MockLLM(answer=lambda body, nth: "hello") as mock:
@@ -99,7 +99,7 @@ def test_an_answer_the_cache_cannot_keep_is_still_returned_and_asked_again_next_
 
 
 def test_a_full_disk_stops_sending_and_the_ask_raises_one_error_naming_the_path(tmp_path, monkeypatch):
-    def full_disk(self: CallCache, key: str, value: dict[str, Any]) -> None:
+    def full_disk(self: CallCache, key: str, value: dict[str, Any], **kw: Any) -> None:
         raise OSError(28, "No space left on device", str(self.path(key)))
 
     requests = [Request(messages=[{"role": "user", "content": f"hello {i}"}]) for i in range(40)]
