@@ -24,7 +24,6 @@ from ..llm import (
     Endpoint,
     LLMClient,
     Payload,
-    Reply,
     Request,
     Sampling,
     check_anthropic_sampling,
@@ -272,17 +271,8 @@ class LLMJudge(VoteJudge):
         return payload, self.llm.key(self._request(call, payload))
 
     def run_calls(self, calls: Sequence[Call]) -> list[CallResult]:
-        return self.results(calls, self.llm.ask(self.requests(calls)))
-
-    def shared_endpoint(self) -> Endpoint | None:
-        """This judge's endpoint when its calls are one plain ask (`run_calls` not overridden, as an agent does),
-        so the judge stage may ask them together with other judges' calls to it (`llm.ask_together`)."""
-        return self.llm.endpoint if type(self).run_calls is LLMJudge.run_calls else None
-
-    def requests(self, calls: Sequence[Call]) -> list[Request]:
-        """One request per call, rendered only: the engine keys each request once (keying here too cost a
-        second digest per call). The votes of one question share its rendered prompt (the same object), so
-        the engine digests it once."""
+        # Rendered only: the engine keys each request once (keying here too cost a second digest per call).
+        # The votes of one question share its rendered prompt (the same object), so the engine digests it once.
         rendered: dict[tuple[str, tuple[Idea, ...]], Payload] = {}
         requests = []
         for call in calls:
@@ -290,10 +280,7 @@ class LLMJudge(VoteJudge):
             if payload is None:
                 payload = rendered[(call.task, call.shown)] = self._render(call)
             requests.append(self._request(call, payload))
-        return requests
-
-    def results(self, calls: Sequence[Call], replies: Sequence[Reply]) -> list[CallResult]:
-        """The calls' results from the engine's replies (a cached answer read by this code's parser)."""
+        replies = self.llm.ask(requests)
         return [self._result(r.key, self._reparsed(c, r.entry) if r.cached else r.entry, cached=r.cached) for c, r in zip(calls, replies, strict=True)]
 
     def _classify(self, task: str, text: str | None, refused: bool, finish_reason: str | None) -> tuple[str, Any, str | None]:

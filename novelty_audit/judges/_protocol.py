@@ -152,10 +152,7 @@ class VoteJudge(Judge):
 
     def judge(self, pairs: Sequence[PairItem], points: Sequence[PointItem]) -> JudgeOutput:
         calls = self.plan(pairs, points)
-        return self.output(pairs, points, calls, self.run_calls(calls))
-
-    def output(self, pairs: Sequence[PairItem], points: Sequence[PointItem], calls: Sequence[Call], results: Sequence[CallResult]) -> JudgeOutput:
-        """The rows of the items from the results of their planned calls (`plan`), one result per call."""
+        results = self.run_calls(calls)
         if len(results) != len(calls):
             raise RuntimeError(f"judge {self.name}: {len(calls)} calls but {len(results)} results")
         by_item: dict[tuple[str, str, str], list[tuple[Call, CallResult]]] = {}

@@ -18,7 +18,6 @@ import polars as pl
 from ..config import JudgeParams
 from ..artifacts import digest_bytes, write_table
 from ..errors import BadInputError
-from ..llm import ask_together
 from ._base import (
     JUDGES_SCHEMA,
     NONE,
@@ -36,7 +35,6 @@ from ._base import (
 )
 from ._build import Built
 from ._excluded import corpus_exclusion_lines, corpus_exclusions
-from ._llm import LLMJudge
 from ._prompts import JUDGE_TEMPLATE_PREFIXES
 
 __all__ = [
@@ -282,19 +280,20 @@ def select_items(jp: JudgeParams, pin_dir: Path, probe_dir: Path | None, dataset
 
 
 @contextmanager
-def frozen_heap() -> Iterator[None]:
-    """The objects alive now left out of the cycle collector's passes until the block ends (`gc.freeze`).
+def frozen_heap() -> Iterator[Callable[[], None]]:
+    """The objects alive now left out of the cycle collector's passes until the block ends (`gc.freeze`); the
+    block is handed a function that freezes what is alive by then too (a no-op where this freeze is not ours).
 
     What is alive before the judges run (imported libraries, the loaded items and corpora) outlives them, yet
     each full pass of the collector walked all of it while requests were out: pauses the requests sat
-    through, ~4% of a paper-scale run's time (docs/benchmarks.md). Left alone where someone else froze objects
-    (their freeze is theirs to undo) or turned the collector off."""
+    through (docs/benchmarks.md, paper scale). Left alone where someone else froze objects (their freeze is
+    theirs to undo) or turned the collector off."""
     if gc.get_freeze_count() or not gc.isenabled():
-        yield
+        yield lambda: None
         return
     gc.freeze()
     try:
-        yield
+        yield gc.freeze
     finally:
         gc.unfreeze()  # a long-lived process (a notebook, a flow worker) collects again what dies later
 
@@ -305,13 +304,13 @@ def run_judges(
 ) -> JudgeRun:
     """Run every built judge over the pinned items (and the probe pairs, for the judges that run the probe)
     and write verdicts/pointwise/judges Parquet into `out_dir`."""
-    with frozen_heap():
-        return _run_judges(jp, pin_dir, built, out_dir, map_judges=map_judges, probe_dir=probe_dir, dataset_dirs=dataset_dirs)
+    with frozen_heap() as freeze_more:
+        return _run_judges(jp, pin_dir, built, out_dir, map_judges=map_judges, probe_dir=probe_dir, dataset_dirs=dataset_dirs, after_judge=freeze_more)
 
 
 def _run_judges(
     jp: JudgeParams, pin_dir: Path, built: Built, out_dir: Path, *, map_judges: JudgeMap | None, probe_dir: Path | None,
-    dataset_dirs: DatasetDirs | None,
+    dataset_dirs: DatasetDirs | None, after_judge: Callable[[], None],
 ) -> JudgeRun:
     chosen = select_items(jp, pin_dir, probe_dir, dataset_dirs)
     all_pairs, all_points, probe_all = chosen.all_pairs, chosen.all_points, chosen.probe_all
@@ -355,23 +354,19 @@ def _run_judges(
         for group in groups.values():
             first = id(group[0])
             outputs.update(zip((id(j) for j in group), map_judges(group, items[first], points_of[first])))
-    together = _asked_together(built.judges, items, points_of) if map_judges is None else {}
     for judge in built.judges:
         started = time.perf_counter()
-        if id(judge) in together:
-            out, seconds = together[id(judge)]
-        else:
-            out = outputs[id(judge)] if map_judges is not None else judge.judge(items[id(judge)], points_of[id(judge)])
-            seconds = time.perf_counter() - started
+        out = outputs[id(judge)] if map_judges is not None else judge.judge(items[id(judge)], points_of[id(judge)])
         _check_coverage(judge.name, out.pairwise, [(p.dataset, p.pair_id) for p in items[id(judge)]], "pair_id", "pairwise")
         _check_coverage(judge.name, out.pointwise, [(p.dataset, p.idea.idea_id) for p in points_of[id(judge)]], "idea_id", "pointwise")
         pair_rows.extend(out.pairwise)
         point_rows.extend(out.pointwise)
-        result.facts[judge.name] = {**out.facts, "seconds": round(seconds, 4)}
+        result.facts[judge.name] = {**out.facts, "seconds": round(time.perf_counter() - started, 4)}
         result.summary[judge.name] = _summary(out)
         if out.exclusions:  # recorded, never dropped silently (e.g. imported rows matching no pinned pair)
             result.summary.setdefault("exclusions", {})[judge.name] = out.exclusions
         result.failed.update(failed_calls(judge, out))
+        after_judge()  # what this judge made (its rows, its answers) outlives the run too: frozen with the rest
     verdicts = pl.DataFrame(pair_rows, schema=PAIRWISE_SCHEMA) if pair_rows else pl.DataFrame(schema=PAIRWISE_SCHEMA)
     pointwise = pl.DataFrame(point_rows, schema=POINTWISE_SCHEMA) if point_rows else pl.DataFrame(schema=POINTWISE_SCHEMA)
     judges = pl.DataFrame([judges_row(j) for j in built.judges], schema=JUDGES_SCHEMA) if built.judges else pl.DataFrame(schema=JUDGES_SCHEMA)
@@ -379,29 +374,6 @@ def _run_judges(
     write_table(Path(out_dir) / "pointwise.parquet", pointwise.sort(["dataset", "judge", "idea_id"]))
     write_table(Path(out_dir) / "judges.parquet", judges.sort("judge"))
     return result
-
-
-def _asked_together(judges: Sequence[Judge], items: Mapping[int, list[PairItem]], points_of: Mapping[int, list[PointItem]]) -> dict[int, tuple[JudgeOutput, float]]:
-    """(output, seconds) of the judges that share an endpoint with another (a sweep's variants): their calls
-    are asked together, one fan-out per endpoint (`llm.ask_together`: one ramp instead of one per judge, the
-    endpoint's bound on requests in flight kept), endpoints one after another. `seconds` is the group's:
-    each judge in it has its fact `asked_together` (how many judges shared the fan-out)."""
-    groups: dict[Any, list[LLMJudge]] = {}
-    for j in judges:
-        endpoint = j.shared_endpoint() if isinstance(j, LLMJudge) else None
-        if endpoint is not None:
-            groups.setdefault(endpoint, []).append(j)
-    out: dict[int, tuple[JudgeOutput, float]] = {}
-    for group in (g for g in groups.values() if len(g) > 1):
-        started = time.perf_counter()
-        plans = [j.plan(items[id(j)], points_of[id(j)]) for j in group]
-        replies = ask_together([(j.llm, j.requests(calls)) for j, calls in zip(group, plans)])
-        seconds = time.perf_counter() - started
-        for j, calls, got in zip(group, plans, replies):
-            o = j.output(items[id(j)], points_of[id(j)], calls, j.results(calls, got))
-            o.facts["asked_together"] = len(group)
-            out[id(j)] = (o, seconds)
-    return out
 
 
 def failed_calls(judge: Judge, out: JudgeOutput) -> Counter[str]:

@@ -18,7 +18,7 @@ See docs/design/llm-call-layer.md.
 from ..config import CallSettings, Price
 from ._budget import Budget
 from ._cache import CallCache, CallClaim, call_key, endpoint_id, verify_call_cache
-from ._engine import Classify, LLMClient, ask_together, plain_classify, run_coro
+from ._engine import Classify, LLMClient, plain_classify, run_coro
 from ._faults import TRUNCATING_FINISH, Answer, CallFault, FatalCallError, RetryableError, ToolCall, connection_fault, json_body
 from ._openai import read_openai_answer
 from ._anthropic import THINKING_BUDGETS, check_anthropic_sampling, read_anthropic_answer
@@ -73,7 +73,6 @@ __all__ = [
     "read_openai_answer",
     "redact_url",
     "run_coro",
-    "ask_together",
     "tool_result",
     "verify_call_cache",
 ]

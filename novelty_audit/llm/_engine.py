@@ -20,7 +20,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from queue import SimpleQueue
 from typing import Any
 
@@ -34,7 +34,7 @@ from ._faults import TRUNCATING_FINISH, Answer, CallFault, FatalCallError, Retry
 from ._provider import Provider
 from ._types import Endpoint, Reply, Request
 
-__all__ = ["Classify", "LLMClient", "ask_together", "plain_classify", "run_coro"]
+__all__ = ["Classify", "LLMClient", "plain_classify", "run_coro"]
 
 log = logging.getLogger(__name__)
 
@@ -138,8 +138,6 @@ class _Progress:
 
     def __init__(self, name: str, total: int, enabled: bool):
         self.name, self.total = name, total
-        self.users = 1
-        """Asks reporting through this progress (asks of one endpoint asked together share one); closed with the last."""
         self.done = self.errors = self.retrying = 0
         self.bar = None
         self.lines = enabled and not sys.stderr.isatty()
@@ -166,13 +164,6 @@ class _Progress:
             if time.monotonic() - self._last_line >= PROGRESS_EVERY_S:
                 self._line()
 
-    def grow(self, n: int) -> None:
-        """Another ask reports here: its `n` calls join the total."""
-        self.users += 1
-        self.total += n
-        if self.bar is not None:
-            self.bar.update(self._task, total=self.total)
-
     def retry(self, started: bool) -> None:
         """A call starts (True) or ends (False) a stretch of retries."""
         self.retrying += 1 if started else -1
@@ -195,9 +186,6 @@ class _Progress:
         print(f"{self.name}: {self.done}/{self.total} calls done, {self.errors} failed, {self.retrying} retrying", file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        self.users -= 1
-        if self.users > 0:
-            return
         if self._ticker is not None:
             self._ticker.cancel()
         if self.bar is not None:
@@ -272,8 +260,6 @@ class _Halt:
         self.signum: int | None = None
         self.kept = 0
         """Answers this run wrote to the call cache (or found there, answered by another process)."""
-        self.asked = 0
-        """Calls this run had to ask (not in the call cache when it began)."""
         self.sending: set[asyncio.Task] = set()
         """Calls with a request out: the only ones worth waiting for after a signal."""
         self.slots: _Slots | None = None
@@ -344,12 +330,6 @@ class _Halt:
         except asyncio.TimeoutError:
             pass
 
-    def say_kept(self) -> None:
-        """One stderr line after a signal: what was kept, what the next run asks."""
-        assert self.signum is not None
-        print(f"{self.name}: stopped by {signal.Signals(self.signum).name}: {self.kept} answered call(s) kept in "
-              f"the call cache; the next run asks the other {self.asked - self.kept}", file=sys.stderr, flush=True)  # fmt: skip
-
     def deliver(self) -> None:
         """Hand the held signal to its handler (restored by now), as if it had just arrived."""
         assert self.signum is not None
@@ -369,39 +349,6 @@ def run_coro(coro):
         return pool.submit(asyncio.run, coro).result()
 
 
-
-
-def ask_together(asks: Sequence[tuple["LLMClient", Sequence[Request]]]) -> list[list[Reply]]:
-    """`LLMClient.ask` for several clients of one endpoint at once (the judges of a sweep): one event loop and
-    one ramp instead of one per client, while the endpoint still sees no more requests in flight than the
-    smallest `concurrency` among them. The slots are handed out first come, first served, so the first
-    client's calls go out first and the next one's fill the slots its last calls leave. Replies per client,
-    in order. A call two clients share is sent once (the other waits on its claim, then reads the answer)."""
-    if not asks:
-        return []
-    clients = [c for c, _ in asks]
-    if len({c.endpoint for c in clients}) > 1:
-        raise ValueError("ask_together: every client must ask the same endpoint")
-    name = clients[0].who if len(clients) == 1 else f"{clients[0].who} and {len(clients) - 1} more of {clients[0].endpoint.model}"
-    halt = _Halt(name)
-    replies = run_coro(_together(asks, halt, _Group.of(name, clients)))
-    if halt.halted:
-        halt.say_kept()
-        halt.deliver()
-    return replies
-
-
-async def _together(asks: Sequence[tuple["LLMClient", Sequence[Request]]], halt: _Halt, group: _Group) -> list[list[Reply]]:
-    halt.install()
-    try:
-        # return_exceptions: a client's error must not leave the others' calls unsaved; the first is raised after.
-        got = await asyncio.gather(*(c._ask_held(r, halt, group) for c, r in asks), return_exceptions=True)
-    finally:
-        halt.uninstall()
-    for g in got:
-        if isinstance(g, BaseException):
-            raise g
-    return got  # type: ignore[return-value]
 
 
 def _tally(counts: Counter[str]) -> str:
@@ -515,40 +462,6 @@ class _Run:
     writer: _EntryWriter
     halt: _Halt
     watch: "_Watchdog"
-
-
-@dataclass
-class _Group:
-    """What the asks of one endpoint asked together (`ask_together`) share: the request slots and rate limiter,
-    so the endpoint never has more requests in flight than the smallest `concurrency` among them, the stop (a
-    user error ends them all) and one progress display. An ask on its own is a group of one."""
-
-    name: str
-    concurrency: int
-    requests_per_minute: float | None
-    tokens_per_minute: float | None
-    progress_on: bool
-    slots: _Slots | None = None
-    limiter: RateLimiter | None = None
-    stop: list[BaseException] = field(default_factory=list)
-    progress: _Progress | None = None
-
-    @classmethod
-    def of(cls, name: str, clients: Sequence["LLMClient"]) -> "_Group":
-        s = [c.settings for c in clients]
-        rpm = [x.requests_per_minute for x in s if x.requests_per_minute]
-        tpm = [x.tokens_per_minute for x in s if x.tokens_per_minute]
-        return cls(name, min(x.concurrency for x in s), min(rpm, default=None), min(tpm, default=None), any(c.progress for c in clients))
-
-    def join(self, calls: int) -> None:
-        """An ask of the group starts sending its `calls` (inside the event loop)."""
-        if self.slots is None:
-            self.slots = _Slots(self.concurrency)
-            self.limiter = RateLimiter(self.requests_per_minute, self.tokens_per_minute)
-        if self.progress is None or self.progress.users == 0:
-            self.progress = _Progress(self.name, calls, self.progress_on)
-        else:
-            self.progress.grow(calls)
 
 
 STATS = (
@@ -688,7 +601,6 @@ class LLMClient:
         halt = _Halt(self.who)
         replies = run_coro(self._ask_signalled(requests, halt))
         if halt.halted:
-            halt.say_kept()
             halt.deliver()  # the answers are saved: now the signal does what it was sent for
         return replies
 
@@ -696,10 +608,7 @@ class LLMClient:
         """`ask` inside a running event loop (signals are left to the loop's owner)."""
         halt = _Halt(self.who)
         halt.attach()
-        replies = await self._ask_held(requests, halt)
-        if halt.halted:
-            halt.say_kept()
-        return replies
+        return await self._ask_held(requests, halt)
 
     async def _ask_signalled(self, requests: Sequence[Request], halt: _Halt) -> list[Reply]:
         halt.install()
@@ -708,9 +617,9 @@ class LLMClient:
         finally:
             halt.uninstall()
 
-    async def _ask_held(self, requests: Sequence[Request], halt: _Halt, group: _Group | None = None) -> list[Reply]:
+    async def _ask_held(self, requests: Sequence[Request], halt: _Halt) -> list[Reply]:
         """Ask with SIGTERM/SIGINT held by `halt`: after one, the replies are incomplete (the caller delivers
-        the signal instead of returning them). `group`: the asks of this endpoint running beside this one."""
+        the signal instead of returning them)."""
         from ._batch import has_open_batches
 
         replies: list[Reply | None] = [None] * len(requests)
@@ -733,16 +642,18 @@ class LLMClient:
                 self.stats["cache_hits"] += 1
                 continue
             pending[key] = (request, [i])
-        halt.asked += len(pending)
+        asked = len(pending)
         for key in list(self._sizes):
             if key not in pending:
                 del self._sizes[key]  # answered from the cache: never sent, its size is not needed
         if pending and not halt.halted and (self.settings.batch or has_open_batches(self, pending)):
             pending = await self._batch_all(pending, replies, halt)
         if pending and not halt.halted:
-            await self._ask_all(pending, replies, halt, group or _Group.of(self.who, [self]))
+            await self._ask_all(pending, replies, halt)
         if halt.halted:
-            return replies  # type: ignore[return-value]  # incomplete: the caller says so and delivers the signal
+            print(f"{self.who}: stopped by {signal.Signals(halt.signum).name}: {halt.kept} answered call(s) kept in "
+                  f"the call cache; the next run asks the other {asked - halt.kept}", file=sys.stderr, flush=True)  # fmt: skip
+            return replies  # type: ignore[return-value]  # incomplete: ask delivers the signal instead
         assert all(r is not None for r in replies)
         return replies  # type: ignore[return-value]
 
@@ -782,7 +693,7 @@ class LLMClient:
         self._summarize(failed)
         return left
 
-    async def _ask_all(self, pending: dict[str, tuple[Request, list[int]]], replies: list, halt: _Halt, group: _Group) -> None:
+    async def _ask_all(self, pending: dict[str, tuple[Request, list[int]]], replies: list, halt: _Halt) -> None:
         self.provider.api_key()  # fail before the first request when the key is missing
         s = self.settings
         loop = asyncio.get_running_loop()
@@ -791,15 +702,13 @@ class LLMClient:
             """A user error (key, model, budget, a full disk): nothing more is sent, the run raises it."""
             run.stop.append(exc)
             run.slots.close()
-        group.join(len(pending))
-        assert group.slots is not None and group.limiter is not None and group.progress is not None
         run = _Run(
             client=self.provider.client(),
-            limiter=group.limiter,
-            slots=group.slots,
+            limiter=RateLimiter(s.requests_per_minute, s.tokens_per_minute),
+            slots=_Slots(s.concurrency),
             breaker=CircuitBreaker(s.circuit_breaker),
-            progress=group.progress,
-            stop=group.stop,
+            progress=_Progress(self.who, len(pending), self.progress),
+            stop=[],
             pool=ThreadPoolExecutor(max(4, min(32, s.concurrency)), thread_name_prefix="call-cache"),
             writer=_EntryWriter(self.cache, self.who, lambda disk: loop.call_soon_threadsafe(stop_for, disk)),
             halt=halt,

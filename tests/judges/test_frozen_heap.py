@@ -76,16 +76,22 @@ def test_an_error_inside_still_unfreezes():
 def test_the_judge_stage_runs_its_judges_with_the_heap_frozen_and_leaves_nothing_frozen(pinned_tiny, monkeypatch):
     root, _ = pinned_tiny
     raw = yaml.safe_load((Path(root) / "params.yaml").read_text())
-    raw["judge"] = {"datasets": ["human-only"], "tasks": ["pairwise"], "progress": False, "judges": {"first": {"backend": "always-first"}}}
+    judges = {"first": {"backend": "always-first"}, "second": {"backend": "always-second"}}
+    raw["judge"] = {"datasets": ["human-only"], "tasks": ["pairwise"], "progress": False, "judges": judges}
     (Path(root) / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
-    seen: list[int] = []
+    made: list[Node] = []  # one object each judge makes and keeps alive, as its rows are
+    frozen_when_judging: list[tuple[int, bool]] = []
     judge = ControlJudge.judge
 
-    def counting(self, *args, **kwargs):
-        seen.append(gc.get_freeze_count())
+    def recording(self, *args, **kwargs):
+        earlier_frozen = bool(made) and not any(o is made[-1] for o in gc.get_objects())
+        frozen_when_judging.append((gc.get_freeze_count(), earlier_frozen))
+        made.append(Node())
         return judge(self, *args, **kwargs)
 
-    monkeypatch.setattr(ControlJudge, "judge", counting)
+    monkeypatch.setattr(ControlJudge, "judge", recording)
     run_stage("judge")
-    assert seen and seen[0] > 0
+    (count_1, _), (count_2, first_ones_frozen) = frozen_when_judging
+    assert count_1 > 0 and count_2 > 0
+    assert first_ones_frozen, "what the first judge made was frozen before the second ran"
     assert gc.get_freeze_count() == 0
