@@ -503,8 +503,10 @@ class CallCache:
         `fresh`: the caller holds the call's claim and found no entry after taking it (so there is no older
         answer to look for: no other process writes the key while the claim is held)."""
         p = self.path(key)
-        loose = None if fresh else _read_or_none(p)
-        old = loose if loose is not None or fresh else self._packed_bytes(key)
+        loose = old = None
+        if not fresh:
+            loose = _read_or_none(p)
+            old = loose if loose is not None else self._packed_bytes(key)
         if old is not None:
             atomic_write_bytes(self.root / "history" / f"{key}.{digest_bytes(old)[:16]}.json", old)
         data = _encode(key, value)

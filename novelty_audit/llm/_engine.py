@@ -373,7 +373,7 @@ class _EntryWriter:
         self._thread = threading.Thread(target=self._work, name="call-cache-writer", daemon=True)
         self._thread.start()
 
-    def put(self, key: str, entry: dict[str, Any], claim: CallClaim, fresh: bool = False) -> None:
+    def put(self, key: str, entry: dict[str, Any], claim: CallClaim, fresh: bool) -> None:
         self._queue.put((key, entry, claim, fresh))
 
     def _work(self) -> None:
